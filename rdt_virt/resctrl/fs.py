@@ -1,0 +1,515 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""All resctrl filesystem I/O, behind one class rooted at a configurable path.
+
+Layout (Documentation/filesystems/resctrl.rst)::
+
+    <root>/                       the default control group
+        schemata tasks cpus cpus_list mode size
+        info/<RES>/...            capabilities; info/last_cmd_status
+        mon_data/mon_L3_XX/       llc_occupancy mbm_total_bytes
+                                  mbm_local_bytes (cumulative)
+        mon_groups/<mon>/         monitoring groups of the default group
+        <group>/                  a control group (one CLOSID), same files
+            mon_groups/<mon>/     its monitoring groups (one RMID each)
+
+Semantics the callers rely on:
+
+* A write the kernel refuses fails with EINVAL (or another errno) and
+  leaves the reason in ``info/last_cmd_status``; every error raised here
+  carries that text.
+* Writing a thread id into ``tasks`` moves the thread out of its old
+  control and monitoring groups. A monitoring group accepts only threads
+  of its parent control group. A thread that has exited gives ESRCH,
+  which is not an error here: the caller is told it is gone.
+* mkdir fails with ENOSPC when CLOSIDs or RMIDs run out and with EBUSY
+  when the free RMIDs still sit in limbo; rmdir gives the group's threads
+  and CPUs back to the parent.
+* ``mon_data`` counters are cumulative and read ``Unavailable``, ``Error``
+  or ``Unassigned`` when there is no value.
+* Multi-step changes are made under ``flock(LOCK_EX)`` on the root
+  directory, the lock libvirt takes too.
+"""
+
+import collections
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import threading
+
+from rdt_virt import exception
+from rdt_virt.resctrl import info as info_mod
+from rdt_virt.resctrl import schemata as schemata_mod
+
+RESERVED_NAMES = frozenset(('info', 'mon_groups', 'mon_data'))
+SENTINELS = ('Unavailable', 'Error', 'Unassigned')
+_MON_DIR = re.compile(r'^mon_L3_(\d+)$')
+_NAME = re.compile(r'^[A-Za-z0-9_.:+@-]{1,255}$')
+
+MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
+MonValue.__doc__ = """A monitoring counter: ``value`` in bytes, or None with
+the kernel's ``reason`` (``Unavailable``, ``Error``, ``Unassigned``)."""
+
+
+def validate_group_name(name):
+    """Raise InvalidGroupName unless ``name`` is a safe resctrl group name.
+
+    Names become directory names under the resctrl root: no path
+    separators, no dot names, none of the kernel's reserved names.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise exception.InvalidGroupName(
+            name=name, reason='use 1-255 characters of A-Z a-z 0-9 _ . : + '
+                              '@ -')
+    if name in ('.', '..') or name in RESERVED_NAMES:
+        raise exception.InvalidGroupName(name=name, reason='reserved name')
+
+
+def parse_cpu_list(text):
+    """Parse ``0-3,8`` into a set of CPU numbers."""
+    cpus = set()
+    for part in text.strip().split(','):
+        if not part:
+            continue
+        first, _sep, last = part.partition('-')
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def format_cpu_list(cpus):
+    """Format CPU numbers as ``0-3,8``."""
+    ranges = []
+    for cpu in sorted(cpus):
+        if ranges and ranges[-1][1] == cpu - 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ','.join('%d' % a if a == b else '%d-%d' % (a, b)
+                    for a, b in ranges)
+
+
+def parse_mon_value(text):
+    """Parse a ``mon_data`` file into a :data:`MonValue`."""
+    text = text.strip()
+    if text in SENTINELS:
+        return MonValue(None, text)
+    try:
+        return MonValue(int(text), None)
+    except ValueError:
+        return MonValue(None, 'unparsable %r' % text)
+
+
+def _unescape_mountinfo(field):
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
+
+
+class Resctrl(object):
+    """The resctrl filesystem mounted at ``root``.
+
+    :param root: mount point, normally ``/sys/fs/resctrl`` (``[rdt]
+        resctrl_root``).
+    :param prefix: name prefix of the groups rdt-virt owns (``[rdt]
+        group_prefix``).
+    :param mountinfo: where to read mounts from, for the mount options.
+    """
+
+    def __init__(self, root='/sys/fs/resctrl', prefix='rdtvirt-',
+                 mountinfo='/proc/self/mountinfo'):
+        self.root = os.path.abspath(root)
+        self.prefix = prefix
+        self._mountinfo = mountinfo
+        self._lock = threading.RLock()
+        self._lock_depth = 0
+        self._lock_fd = None
+
+    # Paths -----------------------------------------------------------------
+
+    def path(self, group=None, mon_group=None, *parts):
+        """Absolute path of a group's directory or of a file within it.
+
+        ``group=None`` is the default group; ``mon_group`` selects one of
+        the group's monitoring groups. Names are validated, so the result
+        always lies below the root.
+        """
+        elems = [self.root]
+        if group is not None:
+            validate_group_name(group)
+            elems.append(group)
+        if mon_group is not None:
+            validate_group_name(mon_group)
+            elems += ['mon_groups', mon_group]
+        return os.path.join(*(elems + list(parts)))
+
+    def owns(self, name):
+        """True if rdt-virt owns the group ``name`` by its prefix."""
+        return name.startswith(self.prefix)
+
+    # Low-level I/O ---------------------------------------------------------
+
+    def _read(self, path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            self._missing(path)
+            raise
+
+    def _missing(self, path):
+        """Raise the error that explains why ``path`` does not exist."""
+        if not self.is_mounted():
+            raise exception.ResctrlNotMounted(path=self.root)
+        group = os.path.relpath(os.path.dirname(path), self.root)
+        raise exception.GroupNotFound(path=path, group=group)
+
+    def last_cmd_status(self):
+        """The text of ``info/last_cmd_status`` (the kernel's last verdict)."""
+        try:
+            with open(os.path.join(self.root, 'info',
+                                   'last_cmd_status')) as f:
+                return f.read().strip()
+        except OSError as e:
+            return 'last_cmd_status unreadable: %s' % e.strerror
+
+    def _write(self, path, data):
+        """Write ``data`` in one write(2); errors carry last_cmd_status."""
+        try:
+            fd = os.open(path, os.O_WRONLY)
+        except FileNotFoundError:
+            self._missing(path)
+            raise
+        try:
+            os.write(fd, data.encode())
+        except OSError as e:
+            raise exception.ResctrlWriteError(
+                path, data, e.errno, os.strerror(e.errno),
+                self.last_cmd_status())
+        finally:
+            os.close(fd)
+
+    # Mount and capabilities ------------------------------------------------
+
+    def is_mounted(self):
+        """True if a resctrl filesystem is visible at the root."""
+        return (os.path.isdir(os.path.join(self.root, 'info')) and
+                os.path.isfile(os.path.join(self.root, 'schemata')))
+
+    def mount_options(self):
+        """Options of the mount at the root (``cdp``, ``mba_MBps``, ...).
+
+        Empty when the root is not a mount point (a fixture tree).
+        """
+        try:
+            with open(self._mountinfo) as f:
+                lines = f.readlines()
+        except OSError:
+            return frozenset()
+        root = os.path.realpath(self.root)
+        options = frozenset()
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or '-' not in fields:
+                continue
+            if _unescape_mountinfo(fields[4]) != root:
+                continue
+            sep = fields.index('-')
+            # Later lines are mounts stacked on top; the last one counts.
+            options = frozenset(fields[5].split(',') +
+                                fields[sep + 3].split(','))
+        return options
+
+    def read_info(self):
+        """``{'L3/cbm_mask': '7ff', ...}`` for every file under ``info/``."""
+        base = os.path.join(self.root, 'info')
+        if not os.path.isdir(base):
+            raise exception.ResctrlNotMounted(path=self.root)
+        files = {}
+        for res in sorted(os.listdir(base)):
+            res_dir = os.path.join(base, res)
+            if not os.path.isdir(res_dir):
+                continue
+            for name in sorted(os.listdir(res_dir)):
+                try:
+                    files['%s/%s' % (res, name)] = self._read(
+                        os.path.join(res_dir, name)).strip()
+                except OSError:
+                    # Some info files are write-only or need privileges
+                    # (e.g. mbm_*_bytes_config); they are not needed here.
+                    continue
+        return files
+
+    def mon_domain_ids(self, group=None, mon_group=None):
+        """Ids of the L3 monitoring domains under ``mon_data``."""
+        base = self.path(group, mon_group, 'mon_data')
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for m in map(_MON_DIR.match, names)
+                      if m)
+
+    def capabilities(self):
+        """Read the host's :class:`~rdt_virt.resctrl.info.HostCapabilities`."""
+        files = self.read_info()
+        root_size = ''
+        if os.path.exists(self.path(None, None, 'size')):
+            root_size = self._read(self.path(None, None, 'size'))
+        return info_mod.parse(
+            files,
+            root_schemata=self._read(self.path(None, None, 'schemata')),
+            root_size=root_size,
+            mount_options=self.mount_options(),
+            mon_domain_ids=(self.mon_domain_ids()
+                            if 'L3_MON/num_rmids' in files else ()))
+
+    # Groups ----------------------------------------------------------------
+
+    def list_groups(self):
+        """Names of the control groups, the default group excluded."""
+        if not self.is_mounted():
+            raise exception.ResctrlNotMounted(path=self.root)
+        return sorted(
+            name for name in os.listdir(self.root)
+            if name not in RESERVED_NAMES and
+            os.path.isdir(os.path.join(self.root, name)))
+
+    def list_mon_groups(self, group=None):
+        """Names of the monitoring groups of ``group`` (None: default)."""
+        base = self.path(group, None, 'mon_groups')
+        try:
+            return sorted(name for name in os.listdir(base)
+                          if os.path.isdir(os.path.join(base, name)))
+        except FileNotFoundError:
+            self._missing(base)
+            raise
+
+    def _check_owned(self, name, foreign_ok):
+        if not foreign_ok and not self.owns(name):
+            raise exception.NotOwned(group=name, prefix=self.prefix)
+
+    def _mkdir(self, path, name, what):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            raise exception.GroupExists(path=path, group=name,
+                                        reason='exists')
+        except OSError as e:
+            status = self.last_cmd_status()
+            if e.errno == errno.ENOSPC:
+                raise exception.NoSpace(path=path, group=name, what=what,
+                                        status=status)
+            if e.errno == errno.EBUSY:
+                raise exception.RMIDBusy(path=path, group=name,
+                                         status=status)
+            if e.errno == errno.ENOENT:
+                self._missing(path)
+            raise exception.ResctrlError(
+                path=path, reason='%s: %s' % (os.strerror(e.errno), status))
+
+    def _rmdir(self, path):
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            self._missing(path)
+            raise
+        except OSError as e:
+            raise exception.ResctrlError(
+                path=path, reason='%s: %s' % (os.strerror(e.errno),
+                                              self.last_cmd_status()))
+
+    def create_group(self, name, foreign_ok=False):
+        """Create control group ``name`` (takes a CLOSID and an RMID).
+
+        :param foreign_ok: allow a name without rdt-virt's prefix (used to
+            restore the groups of libvirt domains after a remount).
+        :raises: NoSpace (out of CLOSIDs or RMIDs), GroupExists, NotOwned.
+        """
+        self._check_owned(name, foreign_ok)
+        self._mkdir(self.path(name), name, 'CLOSID or RMID')
+
+    def remove_group(self, name, foreign_ok=False):
+        """Remove control group ``name``; its threads return to the root."""
+        self._check_owned(name, foreign_ok)
+        self._rmdir(self.path(name))
+
+    def create_mon_group(self, name, group=None, foreign_ok=False):
+        """Create monitoring group ``name`` under ``group``.
+
+        :raises: NoSpace (no free RMID), RMIDBusy (RMIDs in limbo).
+        """
+        self._check_owned(name, foreign_ok)
+        self._mkdir(self.path(group, name), name, 'RMID')
+
+    def remove_mon_group(self, name, group=None, foreign_ok=False):
+        """Remove a monitoring group; its threads return to ``group``."""
+        self._check_owned(name, foreign_ok)
+        self._rmdir(self.path(group, name))
+
+    def move_mon_group(self, name, group, new_group, foreign_ok=False):
+        """Move a monitoring group (and its counters) to ``new_group``.
+
+        The kernel moves the group's threads to ``new_group`` as well.
+        """
+        self._check_owned(name, foreign_ok)
+        src = self.path(group, name)
+        dst = self.path(new_group, name)
+        try:
+            os.rename(src, dst)
+        except OSError as e:
+            if e.errno == errno.ENOENT:
+                self._missing(src)
+            raise exception.ResctrlError(
+                path=src, reason='rename to %s: %s: %s' % (
+                    dst, os.strerror(e.errno), self.last_cmd_status()))
+
+    # Control files ---------------------------------------------------------
+
+    def read_schemata(self, group=None):
+        """The group's schemata as ``{resource: {domain_id: value}}``."""
+        return schemata_mod.parse(self._read(self.path(group, None,
+                                                       'schemata')))
+
+    def write_schemata(self, group, update):
+        """Write a (partial) schemata update to ``group`` (None: default).
+
+        :param update: ``{resource: {domain_id: value}}`` or the text.
+        :raises: ResctrlWriteError with the kernel's last_cmd_status.
+        """
+        text = update if isinstance(update, str) else schemata_mod.format(
+            update)
+        self._write(self.path(group, None, 'schemata'), text)
+
+    def read_size(self, group=None):
+        """Bytes of cache per domain, ``{resource: {domain_id: bytes}}``."""
+        return schemata_mod.parse(self._read(self.path(group, None, 'size')),
+                                  decimal=True)
+
+    def read_mode(self, group=None):
+        return self._read(self.path(group, None, 'mode')).strip()
+
+    def write_mode(self, group, mode):
+        """Set ``shareable``, ``exclusive`` or ``pseudo-locksetup``."""
+        self._write(self.path(group, None, 'mode'), mode)
+
+    def read_tasks(self, group=None, mon_group=None):
+        """Thread ids in the group (or monitoring group)."""
+        text = self._read(self.path(group, mon_group, 'tasks'))
+        return [int(line) for line in text.split()]
+
+    def add_tasks(self, tids, group=None, mon_group=None):
+        """Move threads into a group, one write per thread id.
+
+        Threads that no longer exist (ESRCH) are skipped, not errors.
+
+        :returns: ``(moved, gone)``: lists of thread ids.
+        :raises: ResctrlWriteError for any other refusal, naming the first
+            thread id that failed; threads before it have moved.
+        """
+        path = self.path(group, mon_group, 'tasks')
+        moved, gone = [], []
+        try:
+            fd = os.open(path, os.O_WRONLY)
+        except FileNotFoundError:
+            self._missing(path)
+            raise
+        try:
+            for tid in tids:
+                data = '%d' % int(tid)
+                try:
+                    os.write(fd, data.encode())
+                except ProcessLookupError:
+                    gone.append(tid)
+                    continue
+                except OSError as e:
+                    raise exception.ResctrlWriteError(
+                        path, data, e.errno, os.strerror(e.errno),
+                        self.last_cmd_status())
+                moved.append(tid)
+        finally:
+            os.close(fd)
+        return moved, gone
+
+    def read_cpus(self, group=None, mon_group=None):
+        """CPUs assigned to the group, from ``cpus_list``."""
+        return parse_cpu_list(self._read(self.path(group, mon_group,
+                                                   'cpus_list')))
+
+    def write_cpus(self, cpus, group=None, mon_group=None):
+        """Assign CPUs to the group through ``cpus_list``."""
+        self._write(self.path(group, mon_group, 'cpus_list'),
+                    format_cpu_list(cpus) or '\n')
+
+    # Monitoring ------------------------------------------------------------
+
+    def read_mon_data(self, group=None, mon_group=None, events=None):
+        """Counters of a group: ``{domain_id: {event: MonValue}}``.
+
+        A control group's counters include those of its monitoring groups.
+
+        :param events: event file names to read (default: every file).
+        """
+        base = self.path(group, mon_group, 'mon_data')
+        result = {}
+        try:
+            names = sorted(os.listdir(base))
+        except FileNotFoundError:
+            self._missing(base)
+            raise
+        for name in names:
+            match = _MON_DIR.match(name)
+            if not match:
+                continue
+            dom_dir = os.path.join(base, name)
+            values = {}
+            for event in events or sorted(os.listdir(dom_dir)):
+                try:
+                    with open(os.path.join(dom_dir, event)) as f:
+                        values[event] = parse_mon_value(f.read())
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    # The kernel returns EIO for a counter in error state
+                    # on some versions instead of the text "Error".
+                    values[event] = MonValue(None, os.strerror(e.errno))
+            result[int(match.group(1))] = values
+        return result
+
+    # Locking ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold ``flock(LOCK_EX)`` on the root, as libvirt does.
+
+        Re-entrant within this object, so a multi-step change can call
+        helpers that lock too.
+        """
+        with self._lock:
+            if self._lock_depth == 0:
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY |
+                             os.O_CLOEXEC)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except Exception:
+                    os.close(fd)
+                    raise
+                self._lock_fd = fd
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0:
+                    fd, self._lock_fd = self._lock_fd, None
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)

@@ -1,0 +1,340 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The RDT capability model, built from resctrl's ``info/`` directory.
+
+``info/`` has one directory per resource the kernel enables:
+
+* cache allocation: ``L3`` (or ``L3CODE`` and ``L3DATA`` when mounted with
+  ``cdp``), ``L2`` (or ``L2CODE``/``L2DATA`` with ``cdpl2``), each with
+  ``cbm_mask``, ``min_cbm_bits``, ``shareable_bits``, ``num_closids`` and,
+  on newer kernels, ``sparse_masks``;
+* memory bandwidth allocation: ``MB`` (and ``SMBA`` on AMD) with
+  ``min_bandwidth``, ``bandwidth_gran``, ``delay_linear``, ``num_closids``
+  and ``thread_throttle_mode``;
+* monitoring: ``L3_MON`` with ``num_rmids``, ``mon_features`` and
+  ``max_threshold_occupancy``.
+
+Every control group uses one CLOSID in every allocation resource, so the
+number of groups a host can hold is the minimum of ``num_closids`` over them.
+
+Memory bandwidth values come in three units. Intel MBA takes a percentage
+(``min_bandwidth``..100, in steps of ``bandwidth_gran``). Mounted with
+``mba_MBps`` the same resource takes MBps (unlimited is 2^32-1). AMD takes
+absolute units of 1/8 GBps with 2048 meaning unlimited, and reports a
+``min_bandwidth`` of 0, which no Intel part does.
+
+Domain ids come from the root group's ``schemata``; the bytes per cache way
+from the root group's ``size`` divided by the bits of its mask.
+"""
+
+import dataclasses
+import typing
+
+from rdt_virt import exception
+from rdt_virt.resctrl import bitmask
+from rdt_virt.resctrl import schemata as schemata_mod
+
+# Cache resource name -> (level, type).
+CACHE_RESOURCES = {
+    'L3': (3, 'both'),
+    'L3CODE': (3, 'code'),
+    'L3DATA': (3, 'data'),
+    'L2': (2, 'both'),
+    'L2CODE': (2, 'code'),
+    'L2DATA': (2, 'data'),
+}
+MEMBW_RESOURCES = ('MB', 'SMBA')
+MONITOR_RESOURCE = 'L3_MON'
+
+UNIT_PERCENT = 'percent'
+UNIT_MBPS = 'MBps'
+UNIT_AMD = 'amd'
+
+MAX_PERCENT = 100
+MAX_MBPS = 2 ** 32 - 1
+MAX_AMD = 2048
+
+# Feature names; nova_plugin reports each as the trait CUSTOM_RDT_<name>.
+L3_CAT = 'L3_CAT'
+L3_CDP = 'L3_CDP'
+L2_CAT = 'L2_CAT'
+L2_CDP = 'L2_CDP'
+MBA = 'MBA'
+MBA_MBPS = 'MBA_MBPS'
+SMBA = 'SMBA'
+CMT = 'CMT'
+MBM_TOTAL = 'MBM_TOTAL'
+MBM_LOCAL = 'MBM_LOCAL'
+ALL_FEATURES = (L3_CAT, L3_CDP, L2_CAT, L2_CDP, MBA, MBA_MBPS, SMBA, CMT,
+                MBM_TOTAL, MBM_LOCAL)
+
+LLC_OCCUPANCY = 'llc_occupancy'
+MBM_TOTAL_BYTES = 'mbm_total_bytes'
+MBM_LOCAL_BYTES = 'mbm_local_bytes'
+_MON_FEATURES = {
+    LLC_OCCUPANCY: CMT,
+    MBM_TOTAL_BYTES: MBM_TOTAL,
+    MBM_LOCAL_BYTES: MBM_LOCAL,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheResource:
+    """A cache allocation resource (``L3``, ``L3CODE``, ``L2``, ...)."""
+
+    name: str
+    level: int
+    type: str
+    cbm_mask: int
+    min_cbm_bits: int
+    shareable_bits: int
+    num_closids: int
+    sparse_masks: bool
+    domain_ids: typing.Tuple[int, ...]
+    # Bytes per way for each domain id; empty when no size was known.
+    way_sizes: typing.Tuple[typing.Tuple[int, int], ...] = ()
+
+    @property
+    def cbm_width(self):
+        """Number of ways (bits) in a full mask."""
+        return self.cbm_mask.bit_length()
+
+    def way_size(self, domain_id):
+        """Bytes per way in ``domain_id``, or None when unknown."""
+        return dict(self.way_sizes).get(domain_id)
+
+    def cache_size(self, domain_id):
+        """Total bytes of the cache in ``domain_id``, or None."""
+        size = self.way_size(domain_id)
+        return None if size is None else size * self.cbm_width
+
+    def validate_mask(self, mask):
+        """Raise InvalidMask if the kernel would refuse ``mask``."""
+        bitmask.validate(mask, self.cbm_mask, self.min_cbm_bits,
+                         self.sparse_masks)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemBwResource:
+    """A memory bandwidth allocation resource (``MB`` or AMD ``SMBA``)."""
+
+    name: str
+    num_closids: int
+    min_bandwidth: int
+    bandwidth_gran: int
+    delay_linear: bool
+    thread_throttle_mode: typing.Optional[str]
+    unit: str
+    domain_ids: typing.Tuple[int, ...]
+
+    @property
+    def max_bandwidth(self):
+        """The value meaning "unthrottled" in this resource's unit."""
+        return {UNIT_PERCENT: MAX_PERCENT, UNIT_MBPS: MAX_MBPS,
+                UNIT_AMD: MAX_AMD}[self.unit]
+
+
+@dataclasses.dataclass(frozen=True)
+class MonitorCapability:
+    """L3 monitoring (CMT and MBM) with its RMIDs."""
+
+    num_rmids: int
+    features: typing.FrozenSet[str]
+    max_threshold_occupancy: typing.Optional[int]
+    domain_ids: typing.Tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCapabilities:
+    """What RDT a host offers, as resctrl (or libvirt) reports it."""
+
+    caches: typing.Mapping[str, CacheResource] = dataclasses.field(
+        default_factory=dict)
+    membw: typing.Mapping[str, MemBwResource] = dataclasses.field(
+        default_factory=dict)
+    monitor: typing.Optional[MonitorCapability] = None
+
+    @property
+    def num_closids(self):
+        """Control groups the host can hold, the default group included."""
+        counts = [r.num_closids for r in self.caches.values()]
+        counts += [r.num_closids for r in self.membw.values()]
+        return min(counts) if counts else 0
+
+    @property
+    def num_rmids(self):
+        return self.monitor.num_rmids if self.monitor else 0
+
+    @property
+    def cdp(self):
+        """L3 code/data prioritisation is enabled (mounted with ``cdp``)."""
+        return 'L3CODE' in self.caches
+
+    @property
+    def mb(self):
+        """The ``MB`` resource, or None."""
+        return self.membw.get('MB')
+
+    def cache(self, level, type='both'):
+        """The cache resource of ``level`` and ``type``, or None."""
+        for res in self.caches.values():
+            if res.level == level and res.type == type:
+                return res
+        return None
+
+    @property
+    def features(self):
+        """The feature names (``L3_CAT``, ``MBA``, ...) this host has."""
+        found = set()
+        for res in self.caches.values():
+            found.add('L%d_CAT' % res.level)
+            if res.type != 'both':
+                found.add('L%d_CDP' % res.level)
+        if self.mb:
+            found.add(MBA)
+            if self.mb.unit == UNIT_MBPS:
+                found.add(MBA_MBPS)
+        if 'SMBA' in self.membw:
+            found.add(SMBA)
+        if self.monitor:
+            found.update(_MON_FEATURES[f] for f in self.monitor.features
+                         if f in _MON_FEATURES)
+        return frozenset(found)
+
+    @property
+    def rdt_enabled(self):
+        return bool(self.caches or self.membw or self.monitor)
+
+
+def _int(info, path, default=None):
+    text = info.get(path)
+    if text is None:
+        if default is None:
+            raise exception.InvalidCapabilities(
+                source='info/' + path, reason='missing')
+        return default
+    try:
+        return int(text.strip(), 10)
+    except ValueError:
+        raise exception.InvalidCapabilities(
+            source='info/' + path, reason='not a number: %r' % text)
+
+
+def _hex(info, path, default=None):
+    text = info.get(path)
+    if text is None:
+        if default is None:
+            raise exception.InvalidCapabilities(
+                source='info/' + path, reason='missing')
+        return default
+    try:
+        return int(text.strip(), 16)
+    except ValueError:
+        raise exception.InvalidCapabilities(
+            source='info/' + path, reason='not hexadecimal: %r' % text)
+
+
+def _resources(info):
+    return {path.split('/', 1)[0] for path in info}
+
+
+def _domain_ids(root, name):
+    if name not in root:
+        raise exception.InvalidCapabilities(
+            source='schemata', reason='no line for resource %s' % name)
+    return tuple(sorted(root[name]))
+
+
+def _cache(name, info, root, sizes):
+    level, ctype = CACHE_RESOURCES[name]
+    cbm_mask = _hex(info, name + '/cbm_mask')
+    domain_ids = _domain_ids(root, name)
+    way_sizes = []
+    for dom in domain_ids:
+        ways = bitmask.popcount(root[name][dom])
+        size = sizes.get(name, {}).get(dom)
+        # The kernel computes size as cache bytes / cbm_len * bits set.
+        if size and ways:
+            way_sizes.append((dom, size // ways))
+    return CacheResource(
+        name=name, level=level, type=ctype, cbm_mask=cbm_mask,
+        min_cbm_bits=_int(info, name + '/min_cbm_bits', 1),
+        shareable_bits=_hex(info, name + '/shareable_bits', 0),
+        num_closids=_int(info, name + '/num_closids'),
+        sparse_masks=bool(_int(info, name + '/sparse_masks', 0)),
+        domain_ids=domain_ids, way_sizes=tuple(way_sizes))
+
+
+def _membw_unit(min_bandwidth, root_values, mount_options):
+    if min_bandwidth == 0:
+        return UNIT_AMD
+    if 'mba_MBps' in mount_options:
+        return UNIT_MBPS
+    # A percentage never exceeds 100; the root group holds the default,
+    # which is 2^32-1 under mba_MBps (seen when mountinfo is unavailable).
+    if any(v > MAX_PERCENT for v in root_values):
+        return UNIT_MBPS
+    return UNIT_PERCENT
+
+
+def _membw(name, info, root, mount_options):
+    domain_ids = _domain_ids(root, name)
+    min_bw = _int(info, name + '/min_bandwidth')
+    mode = info.get(name + '/thread_throttle_mode')
+    return MemBwResource(
+        name=name,
+        num_closids=_int(info, name + '/num_closids'),
+        min_bandwidth=min_bw,
+        bandwidth_gran=_int(info, name + '/bandwidth_gran', 1) or 1,
+        delay_linear=bool(_int(info, name + '/delay_linear', 0)),
+        thread_throttle_mode=mode.strip() if mode else None,
+        unit=_membw_unit(min_bw, root[name].values(), mount_options),
+        domain_ids=domain_ids)
+
+
+def _monitor(info, mon_domain_ids):
+    features = frozenset(
+        info.get(MONITOR_RESOURCE + '/mon_features', '').split())
+    occupancy = info.get(MONITOR_RESOURCE + '/max_threshold_occupancy')
+    return MonitorCapability(
+        num_rmids=_int(info, MONITOR_RESOURCE + '/num_rmids'),
+        features=features,
+        max_threshold_occupancy=(
+            _int(info, MONITOR_RESOURCE + '/max_threshold_occupancy')
+            if occupancy is not None else None),
+        domain_ids=tuple(sorted(mon_domain_ids)))
+
+
+def parse(info, root_schemata='', root_size='', mount_options=(),
+          mon_domain_ids=()):
+    """Build :class:`HostCapabilities` from the contents of resctrl files.
+
+    :param info: ``{'L3/cbm_mask': '7ff', 'MB/min_bandwidth': '10', ...}``:
+        the files under ``info/``, by path relative to it.
+    :param root_schemata: the root group's ``schemata`` text.
+    :param root_size: the root group's ``size`` text (for way sizes).
+    :param mount_options: options of the resctrl mount (``cdp``,
+        ``mba_MBps``, ...).
+    :param mon_domain_ids: ids of the ``mon_data/mon_L3_XX`` directories.
+    :raises: InvalidCapabilities when a needed file is missing or garbled.
+    """
+    root = schemata_mod.parse(root_schemata) if root_schemata else {}
+    sizes = schemata_mod.parse(root_size, decimal=True) if root_size else {}
+    present = _resources(info)
+    caches = {name: _cache(name, info, root, sizes)
+              for name in CACHE_RESOURCES if name in present}
+    membw = {name: _membw(name, info, root, set(mount_options))
+             for name in MEMBW_RESOURCES if name in present}
+    monitor = (_monitor(info, mon_domain_ids)
+               if MONITOR_RESOURCE in present else None)
+    return HostCapabilities(caches=caches, membw=membw, monitor=monitor)
