@@ -1,0 +1,123 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The RDT state of a host as Nova compute node stats, and back.
+
+nova-compute reports ``get_available_resource()['stats']``; the scheduler
+sees it as ``HostState.stats``, where every value is a string. rdt-virt puts
+one JSON document under :data:`KEY` holding the capabilities, the free
+capacity, the host's strategy and the measured memory bandwidth, so the
+scheduler can run the same :func:`~rdt_virt.policy.fit.fit` and
+:meth:`~rdt_virt.policy.capacity.Capacity.check` as the compute host.
+"""
+
+import dataclasses
+import json
+import typing
+
+from rdt_virt.policy import capacity as capacity_mod
+from rdt_virt.resctrl import info
+
+KEY = 'rdt_virt'
+VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class HostRDT:
+    """What the scheduler knows about a host's RDT."""
+
+    caps: info.HostCapabilities
+    capacity: capacity_mod.Capacity
+    strategy: str
+    monitoring: bool
+    # Measured memory bandwidth of the host's instances in bytes/s (None
+    # when no agent reports it).
+    mbw: typing.Optional[float] = None
+
+
+def encode(host):
+    """``{KEY: json}`` for a :class:`HostRDT`."""
+    caps, cap = host.caps, host.capacity
+    doc = {
+        'v': VERSION,
+        'strategy': host.strategy,
+        'monitoring': host.monitoring,
+        'caches': [
+            [r.name, r.cbm_mask, r.min_cbm_bits, r.num_closids,
+             int(r.sparse_masks), [list(w) for w in r.way_sizes],
+             list(r.domain_ids)]
+            for r in caps.caches.values()],
+        'membw': [
+            [r.name, r.num_closids, r.min_bandwidth, r.bandwidth_gran,
+             r.unit, list(r.domain_ids)]
+            for r in caps.membw.values()],
+        'monitor': ([caps.monitor.num_rmids, sorted(caps.monitor.features),
+                     list(caps.monitor.domain_ids)]
+                    if caps.monitor else None),
+        'free_closids': cap.free_closids,
+        'free_rmids': cap.free_rmids,
+        'free_masks': {res: {str(d): m for d, m in doms.items()}
+                       for res, doms in cap.free_masks.items()},
+        'shared': sorted(cap.shared_groups),
+        'mbw': host.mbw,
+    }
+    return {KEY: json.dumps(doc, separators=(',', ':'), sort_keys=True)}
+
+
+def decode(stats):
+    """The :class:`HostRDT` in a compute node's ``stats``, or None.
+
+    None means the host runs no rdt-virt driver (or an incompatible one);
+    such a host has no RDT as far as the scheduler is concerned.
+    """
+    raw = stats.get(KEY) if stats else None
+    if not raw:
+        return None
+    try:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict) or doc.get('v') != VERSION:
+            return None
+        caches = {}
+        for name, mask, min_bits, closids, sparse, ways, doms in doc[
+                'caches']:
+            level, ctype = info.CACHE_RESOURCES[name]
+            caches[name] = info.CacheResource(
+                name=name, level=level, type=ctype, cbm_mask=mask,
+                min_cbm_bits=min_bits, shareable_bits=0,
+                num_closids=closids, sparse_masks=bool(sparse),
+                domain_ids=tuple(doms),
+                way_sizes=tuple(tuple(w) for w in ways))
+        membw = {}
+        for name, closids, min_bw, gran, unit, doms in doc['membw']:
+            membw[name] = info.MemBwResource(
+                name=name, num_closids=closids, min_bandwidth=min_bw,
+                bandwidth_gran=gran, delay_linear=True,
+                thread_throttle_mode=None, unit=unit, domain_ids=tuple(doms))
+        monitor = None
+        if doc['monitor']:
+            rmids, features, doms = doc['monitor']
+            monitor = info.MonitorCapability(
+                num_rmids=rmids, features=frozenset(features),
+                max_threshold_occupancy=None, domain_ids=tuple(doms))
+        cap = capacity_mod.Capacity(
+            free_closids=doc['free_closids'],
+            free_rmids=doc['free_rmids'],
+            free_masks={res: {int(d): m for d, m in doms.items()}
+                        for res, doms in doc['free_masks'].items()},
+            shared_groups=frozenset(doc['shared']))
+        return HostRDT(
+            caps=info.HostCapabilities(caches=caches, membw=membw,
+                                       monitor=monitor),
+            capacity=cap, strategy=doc['strategy'],
+            monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'))
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,194 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from rdt_virt import exception
+from rdt_virt.policy import capacity
+from rdt_virt.policy import extra_specs as es
+from rdt_virt.policy import fit
+from rdt_virt.policy import groups
+from rdt_virt.policy import hoststats
+from tests import base
+from tests.unit.policy import hosts
+
+P = es.RDTPolicy
+PREFIX = 'rdtvirt-'
+UUID = '6f1c8a9e-2b7d-4c1e-9a3f-0d5e7b8c9a10'
+
+
+def state(root_mask=0x7ff, **groups_):
+    """Schemata of the default group and ``groups_`` on the reference."""
+    sch = {None: {'L3': {0: root_mask, 1: root_mask},
+                  'MB': {0: 100, 1: 100}}}
+    for name, mask in groups_.items():
+        sch[name.replace('_', '-')] = {'L3': {0: mask, 1: mask},
+                                       'MB': {0: 10, 1: 10}}
+    return sch
+
+
+class TestFromState(base.TestCase):
+
+    def test_fresh_mount_has_no_free_ways(self):
+        cap = capacity.from_state(hosts.REFERENCE, state(), 0, PREFIX)
+        self.assertEqual(7, cap.free_closids)     # 8 MB CLOSIDs - default
+        self.assertEqual(175, cap.free_rmids)
+        self.assertEqual(0, cap.largest_free_run('L3', 0))
+        self.assertEqual(frozenset(), cap.shared_groups)
+
+    def test_counts_groups_ways_and_shared(self):
+        sch = state(0x003, rdtvirt_mb10=0x003, qemu_1_vm_vcpus_0=0x030,
+                    other=0x003)
+        cap = capacity.from_state(hosts.REFERENCE, sch, 5, PREFIX)
+        self.assertEqual(4, cap.free_closids)
+        self.assertEqual(176 - 1 - 3 - 5, cap.free_rmids)
+        # Free: bits 2-3 and 6-10.
+        self.assertEqual({0: 0x7cc, 1: 0x7cc}, cap.free_masks['L3'])
+        self.assertEqual(5, cap.largest_free_run('L3', 1))
+        self.assertEqual(frozenset([10]), cap.shared_groups)
+
+    def test_without_monitoring(self):
+        cap = capacity.from_state(hosts.L3_CAT, {None: {'L3': {0: 1, 1: 1}}},
+                                  0, PREFIX)
+        self.assertIsNone(cap.free_rmids)
+        self.assertEqual(15, cap.free_closids)
+
+
+class TestCheckAndClaim(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Default group keeps 2 ways; 9 free ways on each cache id.
+        self.cap = capacity.from_state(hosts.REFERENCE, state(0x003), 0,
+                                       PREFIX)
+
+    def plan(self, strategy='per-instance', **kw):
+        return fit.fit(P(**kw), hosts.REFERENCE, strategy)
+
+    def test_closids_run_out_after_seven_per_instance_groups(self):
+        cap = self.cap
+        for _ in range(7):
+            cap = cap.claim(self.plan(mem_bw=10))
+        self.assertEqual(0, cap.free_closids)
+        exc = self.assertRaises(exception.CapacityExhausted, cap.claim,
+                                self.plan(mem_bw=10))
+        self.assertIn('no free CLOSID', exc.reason)
+        # Plans without a group of their own still fit.
+        cap.check(self.plan())
+
+    def test_shared_groups_need_one_closid_per_percentage(self):
+        cap = self.cap
+        for _ in range(100):
+            cap = cap.claim(self.plan('shared', mem_bw=10))
+        self.assertEqual(6, cap.free_closids)
+        cap = cap.claim(self.plan('shared', mem_bw=20))
+        self.assertEqual(5, cap.free_closids)
+        self.assertEqual(frozenset([10, 20]), cap.shared_groups)
+
+    def test_rmids_gate_new_control_groups(self):
+        cap = capacity.Capacity(free_closids=3, free_rmids=0,
+                                free_masks={'L3': {0: 0x7fc, 1: 0x7fc}})
+        exc = self.assertRaises(exception.CapacityExhausted, cap.check,
+                                self.plan(mem_bw=10))
+        self.assertIn('no free RMID', exc.reason)
+        cap.check(self.plan(monitor=True))
+
+    def test_ways_best_fit_and_exhaustion(self):
+        cap = self.cap.claim(self.plan(cache_l3=4096))       # 2 ways
+        self.assertEqual({0: 0x7f0, 1: 0x7f0}, cap.free_masks['L3'])
+        cap = cap.claim(self.plan(cache_l3=5 * 3328))        # 5 ways
+        self.assertEqual(0x600, cap.free_masks['L3'][0])
+        exc = self.assertRaises(exception.CapacityExhausted, cap.claim,
+                                self.plan(cache_l3=3 * 3328))
+        self.assertIn('L3 cache 0 has no 3 contiguous free ways (the '
+                      'longest free run is 2)', exc.reason)
+        cap.claim(self.plan(cache_l3=2 * 3328))
+
+    def test_best_fit_prefers_the_smallest_run(self):
+        # Free runs: bits 2-3 (2 ways) and 6-10 (5 ways).
+        cap = capacity.Capacity(free_closids=5, free_rmids=None,
+                                free_masks={'L3': {0: 0x7cc, 1: 0x7cc}})
+        cap = cap.claim(self.plan(cache_l3=4096))
+        self.assertEqual(0x7c0, cap.free_masks['L3'][0])
+
+    def test_claim_does_not_change_the_original(self):
+        self.cap.claim(self.plan(cache_l3=4096, mem_bw=10))
+        self.assertEqual(7, self.cap.free_closids)
+        self.assertEqual(0x7fc, self.cap.free_masks['L3'][0])
+
+
+class TestHostStats(base.TestCase):
+
+    def test_round_trip_every_variant(self):
+        for caps in (hosts.REFERENCE, hosts.CDP, hosts.MBPS, hosts.AMD,
+                     hosts.L3_CAT, hosts.MONITORING, hosts.NONE):
+            sch = {None: {name: {d: res.cbm_mask & 0x3
+                                 for d in res.domain_ids}
+                          for name, res in caps.caches.items()}}
+            cap = capacity.from_state(caps, sch, 2, PREFIX)
+            host = hoststats.HostRDT(caps, cap, 'shared', False, 1.5e9)
+            stats = hoststats.encode(host)
+            self.assertEqual([hoststats.KEY], list(stats))
+            self.assertIsInstance(stats[hoststats.KEY], str)
+            back = hoststats.decode(stats)
+            self.assertEqual(cap, back.capacity)
+            self.assertEqual(('shared', False, 1.5e9),
+                             (back.strategy, back.monitoring, back.mbw))
+            self.assertEqual(caps.features, back.caps.features)
+            self.assertEqual(caps.num_closids, back.caps.num_closids)
+            self.assertEqual(caps.num_rmids, back.caps.num_rmids)
+            for name, res in caps.caches.items():
+                self.assertEqual(res, back.caps.caches[name])
+            for name, res in caps.membw.items():
+                self.assertEqual(
+                    (res.unit, res.min_bandwidth, res.bandwidth_gran,
+                     res.domain_ids),
+                    (back.caps.membw[name].unit,
+                     back.caps.membw[name].min_bandwidth,
+                     back.caps.membw[name].bandwidth_gran,
+                     back.caps.membw[name].domain_ids))
+
+    def test_decoded_host_fits_like_the_original(self):
+        cap = capacity.from_state(hosts.REFERENCE, state(0x003), 0, PREFIX)
+        back = hoststats.decode(hoststats.encode(
+            hoststats.HostRDT(hosts.REFERENCE, cap, 'per-instance', True)))
+        policy = P(cache_l3=4096, mem_bw=15)
+        self.assertEqual(fit.fit(policy, hosts.REFERENCE),
+                         fit.fit(policy, back.caps))
+
+    def test_garbage_and_absent(self):
+        for stats in ({}, None, {'rdt_virt': ''}, {'rdt_virt': '{'},
+                      {'rdt_virt': '{"v": 99}'}, {'rdt_virt': '[]'},
+                      {'rdt_virt': '{"v": 1}'}):
+            self.assertIsNone(hoststats.decode(stats), stats)
+
+
+class TestGroupNames(base.TestCase):
+
+    def test_names_and_parse(self):
+        self.assertEqual('rdtvirt-mb10', groups.shared_group(PREFIX, 10))
+        self.assertEqual('rdtvirt-i-' + UUID,
+                         groups.instance_group(PREFIX, UUID.upper()))
+        self.assertEqual('rdtvirt-m-' + UUID,
+                         groups.mon_group(PREFIX, '{%s}' % UUID))
+        self.assertEqual(('shared', 10), groups.parse(PREFIX,
+                                                      'rdtvirt-mb10'))
+        self.assertEqual(('instance', UUID),
+                         groups.parse(PREFIX, 'rdtvirt-i-' + UUID))
+        self.assertEqual(('monitor', UUID),
+                         groups.parse(PREFIX, 'rdtvirt-m-' + UUID))
+        for name in ('qemu-1-vm-vcpus_0', 'rdtvirt-x', 'rdtvirt-i-nope',
+                     'rdtvirt-mb', 'rdtvirt-mb1000', 'pqos-mb10'):
+            self.assertIsNone(groups.parse(PREFIX, name), name)
+
+    def test_rejects_non_uuids(self):
+        for bad in ('../../etc', 'vm1', '', 'a/b'):
+            self.assertRaises(exception.InvalidGroupName,
+                              groups.instance_group, PREFIX, bad)
