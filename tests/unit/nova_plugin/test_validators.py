@@ -1,0 +1,71 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from nova.api.validation.extra_specs import validators as nova_validators
+from nova import exception as nova_exception
+
+from nova_plugin.api import validators
+from rdt_virt.policy import extra_specs
+from tests import base
+
+
+class TestValidators(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.by_name = {v.name: v for v in validators.register()}
+
+    def test_one_validator_per_extra_spec(self):
+        self.assertEqual(sorted(spec.key for spec in extra_specs.EXTRA_SPECS),
+                         sorted(self.by_name))
+
+    def test_valid_values(self):
+        for name, value in [('hw:mem_bw', '10'), ('hw:mem_bw', '100'),
+                            ('hw:mem_bw', '1'), ('hw:mem_bw_mbps', '5000'),
+                            ('hw:cache_l3', '4096'),
+                            ('hw:cache_l3_code', '1024'),
+                            ('hw:cache_l3_data', '2048'),
+                            ('hw:rdt_monitor', 'true'),
+                            ('hw:rdt_monitor', 'no')]:
+            self.by_name[name].validate(name, value)
+
+    def test_invalid_values_say_why(self):
+        cases = [('hw:mem_bw', '0', 'an integer from 1 to 100'),
+                 ('hw:mem_bw', '101', 'an integer from 1 to 100'),
+                 ('hw:mem_bw', 'ten', 'an integer from 1 to 100'),
+                 ('hw:mem_bw', '10.5', 'an integer from 1 to 100'),
+                 ('hw:mem_bw_mbps', '-1', 'an integer from 1 to'),
+                 ('hw:cache_l3', '0', 'an integer from 1 to'),
+                 ('hw:cache_l3_code', '4MiB', 'an integer from 1 to'),
+                 ('hw:rdt_monitor', 'maybe', 'a boolean')]
+        for name, value, allowed in cases:
+            e = self.assertRaises(nova_exception.ValidationError,
+                                  self.by_name[name].validate, name, value)
+            self.assertIn("'%s' is not a valid value for %s" % (value, name),
+                          str(e))
+            self.assertIn(allowed, str(e))
+
+    def test_wrong_name(self):
+        self.assertRaises(nova_exception.ValidationError,
+                          self.by_name['hw:mem_bw'].validate,
+                          'hw:mem_bw_mbps', '10')
+
+    def test_nova_loads_them_through_the_entry_point(self):
+        # Nova loads validators when the module is imported; the project
+        # must be installed (pip install -e) for its entry point to exist.
+        nova_validators.validate('hw:mem_bw', '10')
+        self.assertRaises(nova_exception.ValidationError,
+                          nova_validators.validate, 'hw:mem_bw', '0')
+        # Nova's own hw: validators are still there.
+        nova_validators.validate('hw:cpu_policy', 'dedicated')
+        self.assertRaises(nova_exception.ValidationError,
+                          nova_validators.validate, 'hw:mem_bandwidth', '1')
