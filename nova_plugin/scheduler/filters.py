@@ -1,0 +1,89 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""RDTFilter: only hosts that can honour the flavor's RDT policy now.
+
+Enable it in nova.conf of nova-scheduler::
+
+    [filter_scheduler]
+    available_filters = nova.scheduler.filters.all_filters
+    available_filters = nova_plugin.scheduler.filters.RDTFilter
+    enabled_filters = ...,RDTFilter
+
+A host passes when the driver's ``rdt_virt`` stat shows the features the
+policy needs (L3 CAT, CDP, MBA in the right unit, monitoring) and the free
+capacity for it right now (a CLOSID for a new control group, a contiguous
+run of free ways on every cache domain, an RMID). Requests without RDT
+extra specs pass every host without any work.
+
+Stats are as old as the compute host's last resource update, so two boots
+can still race for the last CLOSID; the compute host claims under a lock at
+spawn and the loser is rescheduled to an alternate host.
+"""
+
+import logging as std_logging
+
+from nova.scheduler import filters
+from nova.scheduler import utils
+from oslo_log import log as logging
+
+from nova_plugin.scheduler import state
+
+LOG = logging.getLogger(__name__)
+
+
+class RDTFilter(filters.BaseHostFilter):
+    """Filter out hosts that lack the RDT capability or capacity."""
+
+    # Rebuild keeps the host and its allocation.
+    RUN_ON_REBUILD = False
+
+    def filter_all(self, filter_obj_list, spec_obj):
+        """The hosts of ``filter_obj_list`` that pass, for one request.
+
+        Overrides Nova's per-host loop so that the request is looked at
+        once, not once per host: a request without RDT extra specs returns
+        the hosts untouched.
+        """
+        request = state.request_view(spec_obj)
+        if request.policy is None or (not self.RUN_ON_REBUILD and
+                                      utils.request_is_rebuild(spec_obj)):
+            return filter_obj_list
+        if request.error is not None:
+            LOG.info('No host passes RDTFilter: %s', request.error)
+            return []
+        debug = LOG.isEnabledFor(std_logging.DEBUG)
+        passed = []
+        for host_state in filter_obj_list:
+            reason = state.host_view(host_state).verdict(request).reason
+            if reason is None:
+                passed.append(host_state)
+            elif debug:
+                LOG.debug('%(host)s fails RDTFilter: %(reason)s',
+                          {'host': host_state, 'reason': reason})
+        return passed
+
+    def host_passes(self, host_state, spec_obj):
+        """True if ``host_state`` can serve the RDT policy of ``spec_obj``."""
+        request = state.request_view(spec_obj)
+        if request.policy is None:
+            return True
+        if request.error is not None:
+            LOG.debug('%(host)s fails RDTFilter: %(reason)s',
+                      {'host': host_state, 'reason': request.error})
+            return False
+        reason = state.host_view(host_state).verdict(request).reason
+        if reason is None:
+            return True
+        LOG.debug('%(host)s fails RDTFilter: %(reason)s',
+                  {'host': host_state, 'reason': reason})
+        return False

@@ -1,0 +1,238 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What RDTFilter and RDTWeigher know about requests and hosts, cached.
+
+The filter runs once per host per request, on thousands of hosts, so it must
+not parse anything there:
+
+* **Requests**: the flavor's extra specs are parsed into an
+  :class:`~rdt_virt.policy.extra_specs.RDTPolicy` once per RequestSpec
+  (:func:`request_view`). The filter and the weigher of one request run in
+  the same thread, so a thread-local entry keyed on the RequestSpec object
+  serves both.
+* **Hosts**: the ``rdt_virt`` compute node stat is decoded once per change
+  (:func:`host_view`), cached on the HostState itself. The cache is keyed on
+  the identity of ``HostState.stats`` first; because
+  ``HostState.update()`` replaces that dict with a freshly loaded copy on
+  every scheduling request, an equal raw string keeps the decoded state too.
+* **Fit**: :func:`~rdt_virt.policy.fit.fit` depends only on the policy and
+  on the host's capabilities, strategy and monitoring default, which hosts
+  of the same hardware share. Plans are cached per policy and per distinct
+  capability set; the capacity check of a plan is cached per host until
+  its stats change.
+
+The scheduler therefore runs the same ``fit()`` and ``Capacity.check()`` as
+the compute host, at the cost of a few dictionary lookups per host.
+"""
+
+import itertools
+import threading
+
+from oslo_log import log as logging
+
+from rdt_virt import exception
+from rdt_virt.policy import extra_specs
+from rdt_virt.policy import fit as fit_mod
+from rdt_virt.policy import hoststats
+
+LOG = logging.getLogger(__name__)
+
+# Attribute of nova.scheduler.host_manager.HostState holding its HostView.
+HOST_ATTR = '_rdt_virt_view'
+
+# Bounds of the process-wide caches; distinct flavors and hardware variants
+# are few, so reaching them means something unexpected: start over.
+_MAX_POLICIES = 1024
+_MAX_CAPS = 4096
+
+_caps_ids = {}
+_caps_counter = itertools.count()
+_fits = {}
+_local = threading.local()
+
+
+class RequestView(object):
+    """The RDT policy of one RequestSpec, parsed once."""
+
+    __slots__ = ('spec', 'policy', 'error', 'fits')
+
+    def __init__(self, spec, policy, error):
+        self.spec = spec
+        # None when the flavor asks nothing of RDT (no RDT extra spec, or
+        # only hw:rdt_monitor=false).
+        self.policy = policy
+        # Why the extra specs are unusable (conflicting keys), or None.
+        self.error = error
+        # {caps id: Plan, or the reason the hardware cannot serve}, shared
+        # by every request with the same policy.
+        self.fits = (_fits_for(policy) if policy is not None and
+                     error is None else None)
+
+    @property
+    def active(self):
+        """True if the request has RDT extra specs."""
+        return self.policy is not None
+
+
+def _fits_for(policy):
+    fits = _fits.get(policy)
+    if fits is None:
+        if len(_fits) >= _MAX_POLICIES:
+            _fits.clear()
+        fits = _fits.setdefault(policy, {})
+    return fits
+
+
+def request_view(spec_obj):
+    """The :class:`RequestView` of a RequestSpec (cached per object).
+
+    A RequestSpec is deserialised anew for every scheduling call and its
+    flavor does not change while the filters and weighers run, so the
+    object's identity is the key.
+    """
+    view = getattr(_local, 'request', None)
+    if view is not None and view.spec is spec_obj:
+        return view
+    flavor = spec_obj.flavor
+    specs = getattr(flavor, 'extra_specs', None) or {}
+    policy, error = None, None
+    try:
+        parsed = extra_specs.from_extra_specs(specs)
+        # hw:rdt_monitor=false alone asks nothing of a host.
+        if parsed.wants_cache or parsed.wants_mem_bw or parsed.monitor:
+            policy = parsed
+    except exception.InvalidExtraSpec as e:
+        # The API validates one key at a time; conflicting keys get here.
+        policy, error = extra_specs.EMPTY, e.message
+        LOG.warning('Flavor %(flavor)s cannot be scheduled: %(error)s',
+                    {'flavor': getattr(flavor, 'name', '?'), 'error': error})
+    view = RequestView(spec_obj, policy, error)
+    _local.request = view
+    return view
+
+
+def _caps_id(rdt):
+    # Everything fit() looks at; equal for hosts of the same hardware and
+    # configuration.
+    key = (repr(rdt.caps), rdt.strategy, rdt.monitoring)
+    ident = _caps_ids.get(key)
+    if ident is None:
+        if len(_caps_ids) >= _MAX_CAPS:
+            _caps_ids.clear()
+        ident = _caps_ids.setdefault(key, next(_caps_counter))
+    return ident
+
+
+class Verdict(object):
+    """What a host can do for one plan: a refusal reason or its headroom."""
+
+    __slots__ = ('plan', 'reason', 'headroom')
+
+    def __init__(self, plan, reason, headroom):
+        self.plan = plan
+        self.reason = reason
+        self.headroom = headroom
+
+
+class HostView(object):
+    """The decoded RDT state of one HostState."""
+
+    __slots__ = ('stats', 'raw', 'rdt', 'caps_id', 'verdicts')
+
+    def __init__(self, stats, raw):
+        self.stats = stats
+        self.raw = raw
+        # HostRDT, or None for a host without rdt-virt's driver.
+        self.rdt = hoststats.decode({hoststats.KEY: raw}) if raw else None
+        self.caps_id = _caps_id(self.rdt) if self.rdt else None
+        # {id(plan): Verdict}; plans live in the fit cache, the Verdict
+        # keeps its plan alive so the id cannot be reused meanwhile.
+        self.verdicts = {}
+
+    def fit(self, request):
+        """The Plan for ``request`` here, or the reason there is none."""
+        fits = request.fits
+        plan = fits.get(self.caps_id)
+        if plan is None:
+            rdt = self.rdt
+            try:
+                plan = fit_mod.fit(request.policy, rdt.caps, rdt.strategy,
+                                   rdt.monitoring)
+            except exception.HostCannotServe as e:
+                plan = e.reason
+            fits[self.caps_id] = plan
+        return plan
+
+    def verdict(self, request):
+        """The :class:`Verdict` of this host for ``request``.
+
+        :returns: a Verdict whose ``reason`` is None when the host can take
+            the request now.
+        """
+        if self.rdt is None:
+            return _NO_RDT
+        plan = self.fit(request)
+        if plan.__class__ is str:
+            return Verdict(None, plan, None)
+        verdict = self.verdicts.get(id(plan))
+        if verdict is not None and verdict.plan is plan:
+            return verdict
+        capacity = self.rdt.capacity
+        try:
+            capacity.check(plan)
+            verdict = Verdict(plan, None, headroom(self.rdt, plan))
+        except exception.CapacityExhausted as e:
+            verdict = Verdict(plan, e.reason, None)
+        self.verdicts[id(plan)] = verdict
+        return verdict
+
+
+_NO_RDT = Verdict(None, 'the host reports no RDT (no rdt-virt driver)', None)
+
+
+def host_view(host_state):
+    """The :class:`HostView` of a HostState, decoded once per change."""
+    stats = host_state.stats
+    view = host_state.__dict__.get(HOST_ATTR)
+    if view is not None and view.stats is stats:
+        return view
+    raw = stats.get(hoststats.KEY) if stats else None
+    if view is not None and view.raw == raw:
+        view.stats = stats
+        return view
+    view = HostView(stats, raw)
+    setattr(host_state, HOST_ATTR, view)
+    return view
+
+
+def headroom(rdt, plan):
+    """What is left of the scarcest RDT resource after ``plan``, 0..1.
+
+    Only the resources the plan uses count: CLOSIDs when it needs a new
+    control group, contiguous free ways on every cache domain it uses, RMIDs
+    when it is monitored. A plan that uses none of them (an existing shared
+    group, no monitoring) has headroom 1 everywhere.
+    """
+    capacity, caps = rdt.capacity, rdt.caps
+    left = [1.0]
+    if capacity.needs_closid(plan):
+        left.append((capacity.free_closids - 1) /
+                    max(caps.num_closids - 1, 1))
+    for alloc in plan.caches:
+        width = caps.caches[alloc.resource].cbm_width or 1
+        for dom, ways, _size in alloc.domains:
+            left.append((capacity.largest_free_run(alloc.resource, dom) -
+                         ways) / width)
+    if plan.monitor and capacity.free_rmids is not None:
+        left.append((capacity.free_rmids - 1) / max(caps.num_rmids, 1))
+    return max(min(left), 0.0)

@@ -1,0 +1,188 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from unittest import mock
+
+from nova_plugin.scheduler import filters
+from nova_plugin.scheduler import state
+from rdt_virt.policy import hoststats
+from tests import base
+from tests.unit.nova_plugin import fakes
+
+
+class TestRDTFilter(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.filt = filters.RDTFilter()
+
+    def passes(self, stats, extra_specs, **kw):
+        host = fakes.host_state(stats_=stats)
+        return self.filt.host_passes(host, fakes.request_spec(extra_specs,
+                                                              **kw))
+
+    def test_plain_request_passes_everywhere_without_decoding(self):
+        with mock.patch.object(hoststats, 'decode') as decode:
+            self.assertTrue(self.passes(None, {}))
+            self.assertTrue(self.passes(fakes.stats(),
+                                        {'hw:cpu_policy': 'dedicated'}))
+            # hw:rdt_monitor=false asks nothing of a host.
+            self.assertTrue(self.passes(None, {'hw:rdt_monitor': 'false'}))
+        decode.assert_not_called()
+
+    def test_host_without_rdt_virt_fails_rdt_requests(self):
+        self.assertFalse(self.passes(None, {'hw:mem_bw': '10'}))
+        self.assertFalse(self.passes({'rdt_virt': 'garbage'},
+                                     {'hw:mem_bw': '10'}))
+
+    def test_capabilities(self):
+        cases = [
+            # (host, extra specs, passes)
+            (fakes.REFERENCE, {'hw:mem_bw': '10'}, True),
+            (fakes.REFERENCE, {'hw:cache_l3': '4096'}, True),
+            (fakes.REFERENCE, {'hw:mem_bw_mbps': '1000'}, False),
+            (fakes.REFERENCE, {'hw:cache_l3_code': '1024',
+                               'hw:cache_l3_data': '1024'}, False),
+            (fakes.CDP, {'hw:cache_l3': '4096'}, False),
+            (fakes.CDP, {'hw:cache_l3_code': '1024',
+                         'hw:cache_l3_data': '1024'}, True),
+            (fakes.MBPS, {'hw:mem_bw': '10'}, False),
+            (fakes.MBPS, {'hw:mem_bw_mbps': '1000'}, True),
+            (fakes.AMD, {'hw:mem_bw_mbps': '1000'}, True),
+            (fakes.AMD, {'hw:mem_bw': '10'}, False),
+            (fakes.L3_CAT, {'hw:mem_bw': '10'}, False),
+            (fakes.L3_CAT, {'hw:cache_l3': '1024'}, True),
+            (fakes.L3_CAT, {'hw:rdt_monitor': 'true'}, False),
+            (fakes.REFERENCE, {'hw:rdt_monitor': 'true'}, True),
+            (fakes.NONE, {'hw:mem_bw': '10'}, False),
+        ]
+        for caps, specs, expected in cases:
+            self.assertEqual(expected, self.passes(fakes.stats(caps), specs),
+                             (caps, specs))
+
+    def test_closid_capacity(self):
+        specs = {'hw:mem_bw': '10'}
+        self.assertTrue(self.passes(fakes.stats(closids=1), specs))
+        self.assertFalse(self.passes(fakes.stats(closids=0), specs))
+        self.assertFalse(self.passes(fakes.stats(rmids=0), specs))
+
+    def test_shared_strategy_needs_no_closid_for_an_existing_group(self):
+        specs = {'hw:mem_bw': '10'}
+        self.assertTrue(self.passes(
+            fakes.stats(strategy='shared', closids=0, shared=[10]), specs))
+        self.assertFalse(self.passes(
+            fakes.stats(strategy='shared', closids=0, shared=[20]), specs))
+        # hw:mem_bw=5 is rounded up to the host's minimum of 10.
+        self.assertTrue(self.passes(
+            fakes.stats(strategy='shared', closids=0, shared=[10]),
+            {'hw:mem_bw': '5'}))
+
+    def test_contiguous_ways(self):
+        # 4 MiB is 2 ways of 3.25 MiB on the reference host.
+        specs = {'hw:cache_l3': '4096'}
+        self.assertTrue(self.passes(fakes.stats(free_ways=0b0110), specs))
+        self.assertFalse(self.passes(fakes.stats(free_ways=0b0101), specs))
+        self.assertFalse(self.passes(fakes.stats(free_ways=0), specs))
+
+    def test_conflicting_extra_specs_fail_everywhere(self):
+        self.assertFalse(self.passes(fakes.stats(), {
+            'hw:mem_bw': '10', 'hw:mem_bw_mbps': '100'}))
+        self.assertFalse(self.passes(fakes.stats(fakes.CDP), {
+            'hw:cache_l3_code': '1024'}))
+
+    def test_filter_all(self):
+        good = fakes.host_state('good', fakes.stats())
+        full = fakes.host_state('full', fakes.stats(closids=0))
+        plain = fakes.host_state('plain', None)
+        hosts = [good, full, plain]
+        self.assertEqual([good], list(self.filt.filter_all(
+            hosts, fakes.request_spec({'hw:mem_bw': '10'}))))
+        self.assertEqual(hosts, list(self.filt.filter_all(
+            hosts, fakes.request_spec({}))))
+        # Rebuild keeps the host: no RDT check.
+        self.assertEqual(hosts, list(self.filt.filter_all(
+            hosts, fakes.request_spec({'hw:mem_bw': '10'}, rebuild=True))))
+        self.assertEqual([], list(self.filt.filter_all(
+            hosts, fakes.request_spec({'hw:mem_bw': '10',
+                                       'hw:mem_bw_mbps': '1'}))))
+
+    def test_stats_update_is_seen(self):
+        host = fakes.host_state(stats_=fakes.stats())
+        spec = fakes.request_spec({'hw:mem_bw': '10'})
+        self.assertTrue(self.filt.host_passes(host, spec))
+        # The compute host reports that its last CLOSID is gone.
+        host.stats = fakes.replace_capacity(host.stats, free_closids=0)
+        spec = fakes.request_spec({'hw:mem_bw': '10'})
+        self.assertFalse(self.filt.host_passes(host, spec))
+
+
+class TestCaches(base.TestCase):
+
+    def test_request_parsed_once_per_spec(self):
+        spec = fakes.request_spec({'hw:mem_bw': '10'})
+        with mock.patch('rdt_virt.policy.extra_specs.from_extra_specs',
+                        wraps=state.extra_specs.from_extra_specs) as parse:
+            first = state.request_view(spec)
+            self.assertIs(first, state.request_view(spec))
+            self.assertEqual(1, parse.call_count)
+            other = state.request_view(fakes.request_spec({'hw:mem_bw':
+                                                           '10'}))
+            self.assertEqual(2, parse.call_count)
+        self.assertIsNot(first, other)
+        # Same policy: the fit cache is shared.
+        self.assertIs(first.fits, other.fits)
+
+    def test_host_decoded_once_per_change(self):
+        stats = fakes.stats()
+        changed = fakes.replace_capacity(stats, free_closids=2)
+        host = fakes.host_state(stats_=stats)
+        with mock.patch.object(hoststats, 'decode',
+                               wraps=hoststats.decode) as decode:
+            view = state.host_view(host)
+            self.assertIs(view, state.host_view(host))
+            # HostState.update() assigns an equal, new dict per request.
+            host.stats = dict(host.stats)
+            self.assertIs(view, state.host_view(host))
+            self.assertEqual(1, decode.call_count)
+            host.stats = changed
+            self.assertIsNot(view, state.host_view(host))
+            self.assertEqual(2, decode.call_count)
+
+    def test_fit_once_per_hardware(self):
+        spec = fakes.request_spec({'hw:cache_l3': '4096'})
+        request = state.request_view(spec)
+        a = fakes.host_state('a', fakes.stats(closids=3))
+        b = fakes.host_state('b', fakes.stats(closids=5))
+        with mock.patch('rdt_virt.policy.fit.fit',
+                        wraps=state.fit_mod.fit) as fit:
+            va = state.host_view(a).verdict(request)
+            vb = state.host_view(b).verdict(request)
+            state.host_view(a).verdict(request)
+        self.assertIs(va.plan, vb.plan)
+        self.assertLessEqual(fit.call_count, 1)
+
+    def test_headroom(self):
+        caps = fakes.REFERENCE
+        request = state.request_view(fakes.request_spec({'hw:mem_bw': '10'}))
+        # 7 CLOSIDs free of 7: 6 left of 7 after the request.
+        verdict = state.host_view(
+            fakes.host_state('a', fakes.stats(caps))).verdict(request)
+        self.assertAlmostEqual(6 / 7, verdict.headroom)
+        verdict = state.host_view(fakes.host_state(
+            'b', fakes.stats(caps, closids=1))).verdict(request)
+        self.assertEqual(0.0, verdict.headroom)
+        # Ways: 2 of 11 needed, 3 free: 1/11 left.
+        request = state.request_view(fakes.request_spec({'hw:cache_l3':
+                                                         '4096'}))
+        verdict = state.host_view(fakes.host_state(
+            'c', fakes.stats(caps, free_ways=0b111))).verdict(request)
+        self.assertAlmostEqual(1 / 11, verdict.headroom)
