@@ -1,0 +1,276 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Cost of RDTFilter + RDTWeigher in nova-scheduler.
+
+Builds 5,000 HostStates (a mix of RDT hardware variants, hosts without RDT,
+random free capacity and measured bandwidth) and 100 RequestSpecs (a mix of
+plain and RDT flavors, half of them with a NUMA topology), then runs, in the
+same process and through Nova's own filter and weight handlers:
+
+* ``RDTFilter`` + ``RDTWeigher``
+* ``ComputeFilter`` + ``RAMWeigher`` (the baseline)
+* ``NUMATopologyFilter`` (for scale)
+
+Before each request every HostState gets a new, equal ``stats`` dict, as
+``HostState.update()`` does with the compute nodes it loads for every
+request. The first round also decodes every host's RDT stats (cold); later
+rounds show the steady state (warm). Prints microseconds per host per
+request and the ratio to the baseline.
+
+Run::
+
+    python benchmarks/scheduler.py [--hosts 5000] [--requests 100]
+"""
+
+import argparse
+import datetime
+import gc
+import random
+import sys
+import time
+import warnings
+
+warnings.simplefilter('ignore')
+
+from nova import conf as nova_conf  # noqa: E402
+from nova import objects  # noqa: E402
+from nova.scheduler import filters as nova_filters  # noqa: E402
+from nova.scheduler.filters import compute_filter  # noqa: E402
+from nova.scheduler.filters import numa_topology_filter  # noqa: E402
+from nova.scheduler import host_manager  # noqa: E402
+from nova.scheduler import weights as nova_weights  # noqa: E402
+from nova.scheduler.weights import ram  # noqa: E402
+from nova.virt import hardware  # noqa: E402
+
+from nova_plugin.scheduler import filters as rdt_filters  # noqa: E402
+from nova_plugin.scheduler import weights as rdt_weights  # noqa: E402
+from rdt_virt.policy import capacity as capacity_mod  # noqa: E402
+from rdt_virt.policy import hoststats  # noqa: E402
+from rdt_virt.resctrl import info  # noqa: E402
+
+CONF = nova_conf.CONF
+MIB = 1024 * 1024
+
+
+def _l3(name, closids, mask, way, doms):
+    level, ctype = info.CACHE_RESOURCES[name]
+    return info.CacheResource(
+        name=name, level=level, type=ctype, cbm_mask=mask, min_cbm_bits=1,
+        shareable_bits=0, num_closids=closids, sparse_masks=False,
+        domain_ids=doms, way_sizes=tuple((d, way) for d in doms))
+
+
+def _mb(unit, closids, min_bw, gran, doms, name='MB'):
+    return info.MemBwResource(
+        name=name, num_closids=closids, min_bandwidth=min_bw,
+        bandwidth_gran=gran, delay_linear=True, thread_throttle_mode='max',
+        unit=unit, domain_ids=doms)
+
+
+def _mon(rmids, doms):
+    return info.MonitorCapability(
+        num_rmids=rmids, features=frozenset(
+            (info.LLC_OCCUPANCY, info.MBM_TOTAL_BYTES)),
+        max_threshold_occupancy=None, domain_ids=doms)
+
+
+VARIANTS = {
+    'reference': info.HostCapabilities(
+        caches={'L3': _l3('L3', 16, 0x7ff, int(35.75 * MIB / 11), (0, 1))},
+        membw={'MB': _mb(info.UNIT_PERCENT, 8, 10, 10, (0, 1))},
+        monitor=_mon(176, (0, 1))),
+    'cdp': info.HostCapabilities(
+        caches={'L3CODE': _l3('L3CODE', 8, 0x7ff, 3 * MIB, (0, 1)),
+                'L3DATA': _l3('L3DATA', 8, 0x7ff, 3 * MIB, (0, 1))},
+        membw={'MB': _mb(info.UNIT_PERCENT, 8, 10, 10, (0, 1))},
+        monitor=_mon(176, (0, 1))),
+    'mbps': info.HostCapabilities(
+        caches={'L3': _l3('L3', 16, 0x7ff, 3 * MIB, (0, 1))},
+        membw={'MB': _mb(info.UNIT_MBPS, 8, 10, 10, (0, 1))},
+        monitor=_mon(176, (0, 1))),
+    'amd': info.HostCapabilities(
+        caches={'L3': _l3('L3', 16, 0xffff, 2 * MIB, (0, 1, 2, 3))},
+        membw={'MB': _mb(info.UNIT_AMD, 16, 0, 1, (0, 1, 2, 3))},
+        monitor=_mon(256, (0, 1, 2, 3))),
+}
+
+# Half of the requests are plain, half have RDT extra specs.
+FLAVORS = [
+    {},
+    {'hw:mem_bw': '10'},
+    {},
+    {'hw:mem_bw': '50', 'hw:rdt_monitor': 'true'},
+    {},
+    {},
+    {},
+    {},
+    {'hw:mem_bw': '50', 'hw:rdt_monitor': 'true'},
+    {'hw:cache_l3': '4096'},
+    {'hw:cache_l3': '8192', 'hw:mem_bw': '20'},
+    {'hw:cache_l3_code': '2048', 'hw:cache_l3_data': '4096'},
+    {'hw:mem_bw_mbps': '2000'},
+]
+
+
+def make_stats(rng, caps):
+    free = {}
+    for name, res in caps.caches.items():
+        free[name] = {}
+        for dom in res.domain_ids:
+            start = rng.randrange(res.cbm_width)
+            length = rng.randrange(res.cbm_width - start + 1)
+            free[name][dom] = ((1 << length) - 1) << start
+    cap = capacity_mod.Capacity(
+        free_closids=rng.randrange(caps.num_closids),
+        free_rmids=rng.randrange(caps.num_rmids),
+        free_masks=free, shared_groups=frozenset())
+    host = hoststats.HostRDT(
+        caps=caps, capacity=cap,
+        strategy=rng.choice(('per-instance', 'shared')),
+        monitoring=True, mbw=rng.choice((None, rng.random() * 1e10)))
+    return hoststats.encode(host)
+
+
+def make_hosts(count, rng):
+    now = datetime.datetime.utcnow()
+    cells = [objects.NUMACell(
+        id=i, cpuset=set(range(i * 8, i * 8 + 8)), pcpuset=set(),
+        memory=65536, cpu_usage=0, memory_usage=0, mempages=[],
+        siblings=[set([c]) for c in range(i * 8, i * 8 + 8)],
+        pinned_cpus=set()) for i in range(2)]
+    topology = objects.NUMATopology(cells=cells)
+    names = sorted(VARIANTS)
+    hosts = []
+    for i in range(count):
+        hs = host_manager.HostState('host%05d' % i, 'node%05d' % i,
+                                    'cell1')
+        stats = {'num_instances': str(rng.randrange(40)),
+                 'failed_builds': '0'}
+        kind = i % 5
+        if kind < len(names):
+            stats.update(make_stats(rng, VARIANTS[names[kind]]))
+        hs.stats = stats
+        hs.service = host_manager.ReadOnlyDict(
+            {'disabled': False, 'forced_down': False, 'binary':
+             'nova-compute', 'host': hs.host, 'created_at': now,
+             'updated_at': now, 'last_seen_up': now})
+        hs.free_ram_mb = rng.randrange(1024, 512 * 1024)
+        hs.total_usable_ram_mb = 512 * 1024
+        hs.numa_topology = topology
+        hs.ram_allocation_ratio = 1.0
+        hs.cpu_allocation_ratio = 4.0
+        hs.allocation_candidates = [{'mappings': {}}]
+        hs.aggregates = []
+        hs.limits = {}
+        hosts.append(hs)
+    return hosts
+
+
+def make_requests(count, rng):
+    image = objects.ImageMeta.from_dict({'properties': {}})
+    requests = []
+    for i in range(count):
+        specs = dict(FLAVORS[i % len(FLAVORS)])
+        if i % 2:
+            specs['hw:numa_nodes'] = '1'
+        flavor = objects.Flavor(name='f%d' % i, vcpus=2, memory_mb=2048,
+                                root_gb=10, ephemeral_gb=0, swap=0,
+                                extra_specs=specs)
+        requests.append(objects.RequestSpec(
+            flavor=flavor, image=image, num_instances=1,
+            numa_topology=hardware.numa_get_constraints(flavor, image),
+            pci_requests=None, scheduler_hints={},
+            instance_uuid='00000000-0000-0000-0000-%012d' % i))
+    return requests
+
+
+def refresh(hosts):
+    # What HostState.update() does for every request: a new, equal dict.
+    for hs in hosts:
+        hs.stats = dict(hs.stats)
+
+
+def run(hosts, requests, filters, weighers):
+    """Seconds spent in filters and weighers over all requests."""
+    filter_handler = nova_filters.HostFilterHandler()
+    weight_handler = nova_weights.HostWeightHandler()
+    spent = 0.0
+    passed = 0
+    for spec in requests:
+        refresh(hosts)
+        gc.disable()
+        start = time.perf_counter()
+        left = list(filter_handler.get_filtered_objects(
+            filters, hosts, spec, 0)) if filters else hosts
+        if weighers:
+            weight_handler.get_weighed_objects(weighers, left, spec)
+        spent += time.perf_counter() - start
+        gc.enable()
+        passed += len(left)
+    return spent, passed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    parser.add_argument('--hosts', type=int, default=5000)
+    parser.add_argument('--requests', type=int, default=100)
+    parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--seed', type=int, default=42)
+    args = parser.parse_args(argv)
+
+    CONF([], project='nova')
+    objects.register_all()
+    rng = random.Random(args.seed)
+    hosts = make_hosts(args.hosts, rng)
+    requests = make_requests(args.requests, rng)
+    per = args.hosts * args.requests / 1e6
+
+    sets = [
+        ('RDTFilter+RDTWeigher',
+         [rdt_filters.RDTFilter()], [rdt_weights.RDTWeigher()]),
+        ('ComputeFilter+RAMWeigher',
+         [compute_filter.ComputeFilter()], [ram.RAMWeigher()]),
+        ('NUMATopologyFilter',
+         [numa_topology_filter.NUMATopologyFilter()], []),
+        ('  RDTFilter alone', [rdt_filters.RDTFilter()], []),
+        ('  RDTWeigher, all hosts', [], [rdt_weights.RDTWeigher()]),
+        ('  ComputeFilter alone', [compute_filter.ComputeFilter()], []),
+        ('  RAMWeigher, all hosts', [], [ram.RAMWeigher()]),
+    ]
+    print('%d hosts x %d requests (%d%% with RDT extra specs), %d rounds'
+          % (args.hosts, args.requests,
+             100 * sum(1 for r in requests if any(
+                 k.startswith(('hw:mem_bw', 'hw:cache', 'hw:rdt'))
+                 for k in r.flavor.extra_specs)) // len(requests),
+             args.rounds))
+    results = {}
+    for rnd in range(args.rounds):
+        for name, filters, weighers in sets:
+            if name.startswith('NUMA') and rnd:
+                continue
+            spent, passed = run(hosts, requests, filters, weighers)
+            results.setdefault(name, []).append((spent / per, passed))
+    base = results['ComputeFilter+RAMWeigher']
+    print('%-28s %12s %12s %8s %12s' % (
+        'set', 'cold us/h/r', 'warm us/h/r', 'ratio', 'hosts passed'))
+    for name, rounds in results.items():
+        cold = rounds[0][0]
+        warm = min(r[0] for r in rounds[1:]) if len(rounds) > 1 else cold
+        ref = min(r[0] for r in base[1:]) if len(base) > 1 else base[0][0]
+        print('%-28s %12.3f %12.3f %7.2fx %12d' % (
+            name, cold, warm, warm / ref, rounds[-1][1]))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
