@@ -1,0 +1,106 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``rdt-virt-sandbox``: an emulated RDT host with its own libvirtd.
+
+::
+
+    rdt-virt-sandbox start [--dir DIR] [--profile reference] [--cache-dir C]
+    rdt-virt-sandbox status [--dir DIR]
+    rdt-virt-sandbox stop [--dir DIR]
+    rdt-virt-sandbox guest-image [--program burn|idle] PATH
+    rdt-virt-sandbox guest-xml --image PATH [--vcpus N] NAME
+
+``start`` prints how to reach the sandbox: the libvirt URI, the emulated
+resctrl path, the emulator's control socket and the command that enters the
+namespace. It needs root, /dev/kvm, /dev/fuse, libvirt and QEMU.
+"""
+
+import argparse
+import sys
+
+from rdt_virt.emulator import profiles
+from rdt_virt.sandbox import guest
+from rdt_virt.sandbox import launcher
+
+DEFAULT_DIR = '/var/lib/rdt-virt/sandbox'
+DEFAULT_CACHE = '/var/cache/rdt-virt/sandbox-libvirt'
+
+
+def _describe(sb):
+    return '\n'.join([
+        'profile:        %s' % sb.info['profile'],
+        'libvirt URI:    %s' % sb.uri,
+        'resctrl:        %s' % sb.resctrl_root,
+        'emulator ctl:   rdt-virt-emulator ctl --control %s status' %
+        sb.paths.control,
+        'enter:          %s' % sb.enter_command(),
+        'virsh:          virsh -c \'%s\' list' % sb.uri,
+    ])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='rdt-virt-sandbox',
+        description='An emulated RDT host running a private libvirtd.')
+    sub = parser.add_subparsers(dest='command', required=True)
+    for name in ('start', 'status', 'stop'):
+        cmd = sub.add_parser(name)
+        cmd.add_argument('--dir', default=DEFAULT_DIR,
+                         help='sandbox directory (default %(default)s)')
+    start = sub.choices['start']
+    start.add_argument('--profile', default='reference',
+                       choices=sorted(profiles.PROFILES),
+                       help='emulated hardware (default %(default)s)')
+    start.add_argument('--cache-dir', default=DEFAULT_CACHE,
+                       help="libvirt's QEMU capability cache, kept across "
+                            "sandboxes (default %(default)s)")
+    image = sub.add_parser('guest-image',
+                           help='write a boot image for tiny guests')
+    image.add_argument('--program', choices=sorted(guest.PROGRAMS),
+                       default='burn')
+    image.add_argument('path')
+    xml = sub.add_parser('guest-xml', help='print a tiny guest domain XML')
+    xml.add_argument('--image', required=True)
+    xml.add_argument('--vcpus', type=int, default=1)
+    xml.add_argument('name')
+    args = parser.parse_args(argv)
+
+    if args.command == 'guest-image':
+        print(guest.write_image(args.path, args.program))
+        return 0
+    if args.command == 'guest-xml':
+        print(guest.domain_xml(args.name, args.image, vcpus=args.vcpus))
+        return 0
+
+    sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
+                          getattr(args, 'cache_dir', None))
+    try:
+        if args.command == 'start':
+            sb.start()
+            print(_describe(sb))
+        elif args.command == 'status':
+            if not sb.running():
+                print('not running (%s)' % args.dir)
+                return 3
+            print(_describe(sb))
+        else:
+            sb.stop()
+            print('stopped')
+    except launcher.SandboxError as e:
+        print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

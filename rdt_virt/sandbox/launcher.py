@@ -1,0 +1,168 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Start, find and stop a sandbox from outside its namespace."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from rdt_virt.emulator import control
+from rdt_virt.emulator import profiles
+from rdt_virt.sandbox import layout
+
+REQUIRED_TOOLS = ('unshare', 'mount', 'libvirtd', 'virtlogd',
+                  'qemu-system-x86_64', 'fusermount3')
+
+
+class SandboxError(Exception):
+    """The sandbox could not be started or is not running."""
+
+
+def missing_prerequisites():
+    """Reasons this machine cannot run a sandbox (empty when it can)."""
+    reasons = []
+    if os.geteuid() != 0:
+        reasons.append('needs root (mount namespaces, /dev/kvm, libvirtd)')
+    for dev in ('/dev/kvm', '/dev/fuse'):
+        if not os.access(dev, os.R_OK | os.W_OK):
+            reasons.append('%s is not usable' % dev)
+    for tool in REQUIRED_TOOLS:
+        if not shutil.which(tool, path=os.environ.get('PATH', '') +
+                            ':/usr/sbin:/sbin'):
+            reasons.append('%s is not installed' % tool)
+    return reasons
+
+
+class Sandbox(object):
+    """An emulated RDT host with its own libvirtd.
+
+    :param directory: the sandbox directory (created; runtime state inside
+        it is replaced on start).
+    :param profile: emulated hardware profile name.
+    :param cache_dir: directory kept across sandboxes for libvirt's QEMU
+        capability cache (optional).
+    """
+
+    def __init__(self, directory, profile='reference', cache_dir=None):
+        self.paths = layout.Paths(directory, cache_dir)
+        self.profile = profiles.get_profile(profile).name
+        self.info = layout.read_ready(self.paths)
+
+    # Where things are ------------------------------------------------------
+
+    @property
+    def pid(self):
+        """Pid of the process holding the namespace."""
+        return self.info and self.info['pid']
+
+    @property
+    def uri(self):
+        """libvirt URI of the sandbox's libvirtd, usable from outside."""
+        return 'qemu:///system?socket=%s' % self.paths.libvirt_socket
+
+    @property
+    def resctrl_root(self):
+        """The emulated resctrl as seen from outside the namespace."""
+        self._require_running()
+        return '/proc/%d/root/sys/fs/resctrl' % self.pid
+
+    @property
+    def control(self):
+        """A client of the emulator's control socket."""
+        return control.ControlClient(self.paths.control)
+
+    def enter_command(self):
+        """Shell command that enters the sandbox's mount namespace."""
+        return 'nsenter --target %d --mount' % self.pid
+
+    def running(self):
+        """True if the sandbox's namespace holder is alive and ready."""
+        self.info = layout.read_ready(self.paths)
+        return bool(self.info and layout.alive(self.info['pid']) and
+                    layout.mntns(self.info['pid']) == self.info['mntns'])
+
+    def _require_running(self):
+        if not self.running():
+            raise SandboxError('the sandbox in %s is not running' %
+                               self.paths.base)
+
+    # Life cycle ------------------------------------------------------------
+
+    def start(self, timeout=180.0):
+        """Start the sandbox; clean up what a crashed run left first."""
+        reasons = missing_prerequisites()
+        if reasons:
+            raise SandboxError('cannot start a sandbox: ' +
+                               '; '.join(reasons))
+        if self.running():
+            raise SandboxError('a sandbox is already running in %s (pid %d)'
+                               % (self.paths.base, self.pid))
+        self.cleanup()
+        for sub in ('ns', 'private', 'log'):
+            shutil.rmtree(os.path.join(self.paths.base, sub),
+                          ignore_errors=True)
+        os.makedirs(self.paths.base, exist_ok=True)
+        cmd = ['unshare', '--mount', '--propagation', 'private',
+               sys.executable, '-m', 'rdt_virt.sandbox.namespace',
+               '--dir', self.paths.base, '--profile', self.profile]
+        if self.paths.cache_dir:
+            os.makedirs(self.paths.cache_dir, exist_ok=True)
+            cmd += ['--cache-dir', self.paths.cache_dir]
+        log_path = self.paths.log('namespace.log')
+        with open(log_path, 'ab') as log:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self.running():
+            if proc.poll() is not None:
+                raise SandboxError('the sandbox failed to start:\n%s' %
+                                   _tail(log_path))
+            if time.monotonic() > deadline:
+                self.stop()
+                raise SandboxError('the sandbox did not start within %ss:\n'
+                                   '%s' % (timeout, _tail(log_path)))
+            time.sleep(0.1)
+        self._process = proc
+        return self
+
+    def stop(self, timeout=60.0):
+        """Destroy the guests, stop the daemons and the emulator."""
+        self.info = layout.read_ready(self.paths)
+        if self.info and layout.alive(self.info['pid']):
+            layout.terminate([self.info['pid']], timeout=timeout)
+        self.cleanup()
+
+    def cleanup(self):
+        """Kill whatever is left in the namespace of a previous run."""
+        info = layout.read_ready(self.paths)
+        if info:
+            layout.terminate(layout.namespace_pids(info.get('mntns')))
+            os.unlink(self.paths.ready)
+        self.info = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _tail(path, lines=30):
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-lines:])
+    except OSError:
+        return ''

@@ -1,0 +1,230 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The sandbox's first process, run inside its private mount namespace.
+
+``rdt-virt-sandbox start`` runs ``unshare --mount --propagation private``
+with this module as the command. It builds the mounts, starts the emulated
+resctrl, virtlogd and libvirtd, writes ``ready.json`` into the sandbox
+directory and then holds the namespace until it gets SIGTERM, when it stops
+everything it started. Only this process and its children see the mounts;
+they disappear with the namespace.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from rdt_virt.emulator import launcher as emulator
+from rdt_virt.emulator import profiles
+from rdt_virt.sandbox import layout
+
+SYS_FS = '/sys/fs'
+CPU_SYSFS = '/sys/devices/system/cpu'
+RESCTRL = '/sys/fs/resctrl'
+
+# Daemon command lines; the pid files live in the private /run/libvirt.
+VIRTLOGD = ['virtlogd', '--daemon', '--pid-file', '/run/libvirt/virtlogd.pid']
+LIBVIRTD = ['libvirtd', '--daemon', '--pid-file',
+            '/run/libvirt/libvirtd.pid']
+QEMU_CONF = '''
+# Added by rdt-virt-sandbox: /dev/kvm is root-only here and there is no
+# systemd to hand QEMU a user; without this libvirt re-probes QEMU on every
+# call.
+user = "root"
+group = "root"
+'''
+
+
+def _run(*cmd):
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    if proc.returncode:
+        raise RuntimeError('%s failed (%d): %s' % (
+            ' '.join(cmd), proc.returncode, proc.stderr.strip()))
+
+
+def _log(msg):
+    print('%.3f %s' % (time.time(), msg), flush=True)
+
+
+def mount_sys_fs(paths):
+    """Put a tmpfs over /sys/fs with ``cgroup`` and ``resctrl`` in it."""
+    saved = paths.ns('cgroup')
+    os.makedirs(saved, exist_ok=True)
+    _run('mount', '--rbind', SYS_FS + '/cgroup', saved)
+    _run('mount', '-t', 'tmpfs', '-o', 'mode=755,size=1m',
+         'rdt-virt-sandbox', SYS_FS)
+    for name in ('cgroup', 'resctrl'):
+        os.mkdir(os.path.join(SYS_FS, name))
+    _run('mount', '--move', saved, SYS_FS + '/cgroup')
+
+
+def overlay_cpu_caches(paths, profile):
+    """Present the profile's CPU cache topology in /sys/devices/system/cpu."""
+    online, nr_cpu_ids = emulator.host_cpus(CPU_SYSFS)
+    files = profile.sysfs_cache_files(online, nr_cpu_ids)
+    base = paths.ns('cpu')
+    cpus = set()
+    for rel, text in files.items():
+        path = os.path.join(base, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+        cpus.add(rel.split('/', 1)[0])
+    for cpu in sorted(cpus):
+        _run('mount', '--bind', os.path.join(base, cpu, 'cache'),
+             os.path.join(CPU_SYSFS, cpu, 'cache'))
+
+
+def private_libvirt(paths):
+    """Bind private copies of libvirt's config and state directories."""
+    etc = paths.private('/etc/libvirt')
+    os.makedirs(os.path.join(etc, 'qemu', 'networks'), exist_ok=True)
+    # Only the daemons' configuration files: the host's domain and network
+    # definitions (some set to autostart) stay out of the sandbox.
+    for name in os.listdir('/etc/libvirt'):
+        src = os.path.join('/etc/libvirt', name)
+        if os.path.isfile(src):
+            shutil.copy2(src, etc)
+    with open(os.path.join(etc, 'qemu.conf'), 'a') as f:
+        f.write(QEMU_CONF)
+    for target in layout.PRIVATE_DIRS:
+        src = paths.private(target)
+        os.makedirs(src, exist_ok=True)
+        os.makedirs(target, exist_ok=True)
+        _run('mount', '--bind', src, target)
+
+
+def wait_for(path, what, timeout, check=None):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if check:
+            check()
+        if time.monotonic() > deadline:
+            raise RuntimeError('%s did not appear within %ss' % (what,
+                                                                 timeout))
+        time.sleep(0.05)
+
+
+def start_daemons():
+    _run(*VIRTLOGD)
+    wait_for('/run/libvirt/virtlogd-sock', 'virtlogd socket', 30)
+    _run(*LIBVIRTD)
+    wait_for('/run/libvirt/libvirt-sock', 'libvirtd socket', 60)
+
+
+def warm_up(timeout):
+    """Wait until libvirtd answers and has probed QEMU.
+
+    The first probe takes 5-8 s; doing it here spares the first caller.
+    """
+    import libvirt
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = libvirt.open('qemu:///system')
+            break
+        except libvirt.libvirtError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    try:
+        conn.getCapabilities()
+        conn.getDomainCapabilities(None, 'x86_64', None, 'kvm', 0)
+    finally:
+        conn.close()
+
+
+def _pidfile(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def teardown(handle):
+    """Stop the guests, the daemons and the emulator."""
+    try:
+        import libvirt
+        conn = libvirt.open('qemu:///system')
+        for dom in conn.listAllDomains():
+            try:
+                if dom.isActive():
+                    dom.destroy()
+            except libvirt.libvirtError as e:
+                _log('destroying %s: %s' % (dom.name(), e))
+        conn.close()
+    except Exception as e:
+        _log('stopping guests: %s' % e)
+    for pidfile in ('/run/libvirt/libvirtd.pid', '/run/libvirt/virtlogd.pid'):
+        pid = _pidfile(pidfile)
+        if pid:
+            layout.terminate([pid])
+    # Anything else in the namespace (a QEMU libvirt lost) but us and the
+    # emulator, which must outlive its users.
+    keep = {os.getpid(), handle.pid if handle else None}
+    layout.terminate([p for p in layout.namespace_pids(layout.mntns())
+                      if p not in keep])
+    if handle:
+        handle.stop()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='rdt-virt-sandbox-namespace')
+    parser.add_argument('--dir', required=True)
+    parser.add_argument('--profile', default='reference')
+    parser.add_argument('--cache-dir')
+    args = parser.parse_args(argv)
+    paths = layout.Paths(args.dir, args.cache_dir)
+    profile = profiles.get_profile(args.profile)
+    handle = None
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    try:
+        mount_sys_fs(paths)
+        handle = emulator.mount(RESCTRL, profile.name,
+                                control_socket=paths.control,
+                                log_path=paths.log('emulator.log'))
+        overlay_cpu_caches(paths, profile)
+        private_libvirt(paths)
+        start_daemons()
+        warm_up(120)
+        layout.write_ready(paths, {
+            'pid': os.getpid(),
+            'mntns': layout.mntns(),
+            'profile': profile.name,
+            'emulator_pid': handle.pid,
+        })
+        _log('ready')
+        while not stop:
+            time.sleep(0.2)
+    except Exception as e:
+        _log('sandbox failed: %s' % e)
+        teardown(handle)
+        return 1
+    _log('stopping')
+    teardown(handle)
+    _log('stopped')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
