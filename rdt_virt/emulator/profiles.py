@@ -1,0 +1,413 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Hardware profiles of the emulated RDT host.
+
+A profile is what the kernel learns from CPUID at boot plus the options
+resctrl was mounted with: the allocation resources (L3 CAT, MBA, SMBA), the
+monitoring resource (L3_MON), the cache domains and their sizes, and the
+defaults of the counter model. ``cdp`` and ``mba-mbps`` are the reference
+hardware mounted with ``-o cdp`` and ``-o mba_MBps``; switching to them is a
+remount, which destroys every group, exactly as on a real host.
+
+The values follow the parts they name: the reference host is a two-socket
+Xeon Gold 6252 (Cascade Lake: 35.75 MiB of L3 in 11 ways per socket, CBM
+``7ff`` with the top two ways, ``600``, shared with I/O, 16 L3 CLOSIDs, 8 MBA
+CLOSIDs with a 10% step, one RMID per eight per-core counters = 192); the
+AMD profile is an EPYC with per-CCX 32 MiB L3 in 16 ways, sparse masks, no
+minimum mask, and absolute bandwidth units where 2048 means unlimited.
+
+CPU and cache topology
+----------------------
+Resctrl names its domains after the L3 cache ids, and libvirt does not read
+them from resctrl: it reads ``/sys/devices/system/cpu/cpuN/cache/indexM/``
+(``id``, ``level``, ``type``, ``size``, ``shared_cpu_list``) and refuses a
+cache id or memory-bandwidth node it did not see there. The machines that run
+the emulator have one real L3 (here: id 0 shared by CPUs 0-1), which does
+not match a two-socket profile. We therefore present the *profile's*
+topology, never the real one: :meth:`Profile.assign_cpus` maps the host's
+online CPUs onto the profile's domains in contiguous blocks (two CPUs and two
+domains: cpu0 -> domain 0, cpu1 -> domain 1), the emulator attributes a
+thread's counters to the domain of the CPU it last ran on through that map,
+and :meth:`Profile.sysfs_cache_files` renders the matching ``cache/indexM``
+files so that the sandbox can mount them over ``/sys/devices/system/cpu``
+inside its private mount namespace. A domain that gets no CPU is offline and,
+as in the kernel, absent from resctrl.
+"""
+
+import dataclasses
+import typing
+
+KIB = 1024
+MIB = 1024 * KIB
+
+#: Events in the kernel's order in ``info/L3_MON/mon_features``.
+ALL_EVENTS = ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes')
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheAlloc:
+    """A cache allocation resource (CAT), as CPUID describes it."""
+
+    name: str
+    num_closids: int
+    cbm_len: int
+    min_cbm_bits: int
+    shareable_bits: int
+    sparse_masks: bool
+    cdp_capable: bool
+
+    @property
+    def cbm_mask(self):
+        return (1 << self.cbm_len) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class BandwidthAlloc:
+    """A memory bandwidth allocation resource (MBA or SMBA)."""
+
+    name: str
+    num_closids: int
+    min_bandwidth: int
+    max_bandwidth: int
+    bandwidth_gran: int
+    delay_linear: bool
+    #: ``'max'``, ``'per-thread'`` or None (undefined: the file is absent).
+    throttle_mode: typing.Optional[str]
+    #: Column width older kernels (e.g. Linux 6.1) padded values to.
+    data_width: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Monitoring:
+    """The L3 monitoring resource (CMT and MBM)."""
+
+    num_rmids: int
+    events: tuple
+    #: Bytes per hardware counter unit; counters are multiples of it.
+    mon_scale: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheDomain:
+    """One L3 cache instance: a resctrl domain."""
+
+    id: int
+    l3_size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheGeometry:
+    """Per-core caches and the L3 associativity, for the sysfs files."""
+
+    l1d_size: int = 32 * KIB
+    l1i_size: int = 32 * KIB
+    l1_ways: int = 8
+    l2_size: int = 1 * MIB
+    l2_ways: int = 16
+    l3_ways: int = 11
+    line_size: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class CounterModel:
+    """Defaults of the counter model (see :mod:`counters`)."""
+
+    #: Unthrottled memory traffic of one busy CPU, bytes per CPU-second.
+    mbm_bytes_per_cpu_second: float = 2.0 * 1024 * MIB
+    #: Share of the traffic that goes to the local NUMA node.
+    local_fraction: float = 0.8
+    #: How fast a busy CPU fills the cache, bytes per CPU-second.
+    occupancy_bytes_per_cpu_second: float = 64.0 * MIB
+    #: Half-life in seconds of the footprint of an idle group.
+    occupancy_half_life: float = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """One line of the schemata file (the kernel's ``resctrl_schema``)."""
+
+    name: str
+    resource: object
+    #: ``'both'``, ``'code'`` or ``'data'``.
+    conf_type: str
+    num_closids: int
+
+    @property
+    def is_cache(self):
+        return isinstance(self.resource, CacheAlloc)
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """An emulated RDT host: hardware plus resctrl mount options."""
+
+    name: str
+    description: str
+    vendor: str
+    domains: tuple
+    l3: typing.Optional[CacheAlloc] = None
+    mb: typing.Optional[BandwidthAlloc] = None
+    smba: typing.Optional[BandwidthAlloc] = None
+    mon: typing.Optional[Monitoring] = None
+    cdp: bool = False
+    mba_mbps: bool = False
+    geometry: CacheGeometry = CacheGeometry()
+    counters: CounterModel = CounterModel()
+
+    @property
+    def alloc_capable(self):
+        return bool(self.l3 or self.mb or self.smba)
+
+    @property
+    def mon_capable(self):
+        return self.mon is not None
+
+    @property
+    def mount_options(self):
+        """The resctrl mount options this profile stands for."""
+        opts = []
+        if self.cdp:
+            opts.append('cdp')
+        if self.mba_mbps:
+            opts.append('mba_MBps')
+        return tuple(opts)
+
+    @property
+    def schemas(self):
+        """Schemata lines in the order the kernel prints them.
+
+        The kernel walks L3, L2, MB, SMBA and pushes each schema at the head
+        of its list, so the file shows them in reverse: SMBA, MB, then L3
+        (``L3DATA`` before ``L3CODE`` with CDP).
+        """
+        out = []
+        if self.l3:
+            if self.cdp:
+                half = self.l3.num_closids // 2
+                out.append(Schema('L3CODE', self.l3, 'code', half))
+                out.append(Schema('L3DATA', self.l3, 'data', half))
+            else:
+                out.append(Schema('L3', self.l3, 'both',
+                                  self.l3.num_closids))
+        for res in (self.mb, self.smba):
+            if res:
+                out.append(Schema(res.name, res, 'both', res.num_closids))
+        return tuple(reversed(out))
+
+    def schema(self, name):
+        for s in self.schemas:
+            if s.name == name:
+                return s
+        return None
+
+    @property
+    def num_closids(self):
+        """CLOSIDs usable by groups: the minimum over the schemas."""
+        counts = [s.num_closids for s in self.schemas]
+        return min(counts) if counts else 0
+
+    @property
+    def name_width(self):
+        """Width the schema names are right-aligned to.
+
+        A CDP-capable resource counts with its ``CODE`` suffix even when CDP
+        is off, so that the column does not move between mounts.
+        """
+        width = 0
+        for s in self.schemas:
+            n = len(s.name)
+            if s.is_cache and s.resource.cdp_capable and not self.cdp:
+                n += 4
+            width = max(width, n)
+        return width
+
+    @property
+    def data_width(self):
+        """Value column width of older kernels (the widest resource)."""
+        widths = [0]
+        if self.l3:
+            widths.append((self.l3.cbm_len + 3) // 4)
+        for res in (self.mb, self.smba):
+            if res:
+                widths.append(res.data_width)
+        return max(widths)
+
+    def domain(self, dom_id):
+        for d in self.domains:
+            if d.id == dom_id:
+                return d
+        return None
+
+    def assign_cpus(self, online_cpus):
+        """Map host CPUs onto the profile's domains.
+
+        CPUs are split in contiguous blocks in domain order; with fewer CPUs
+        than domains each CPU gets its own domain and the remaining domains
+        stay offline (absent).
+
+        :param online_cpus: iterable of CPU numbers.
+        :returns: ``{domain_id: [cpu, ...]}`` for the online domains only.
+        """
+        cpus = sorted(set(online_cpus))
+        n, k = len(cpus), len(self.domains)
+        out = {}
+        for i, dom in enumerate(self.domains):
+            block = cpus[i * n // k:(i + 1) * n // k] if n >= k else (
+                cpus[i:i + 1])
+            if block:
+                out[dom.id] = block
+        return out
+
+    def cpu_domains(self, online_cpus):
+        """``{cpu: domain_id}``, the inverse of :meth:`assign_cpus`."""
+        return {cpu: dom for dom, cpus in self.assign_cpus(online_cpus).items()
+                for cpu in cpus}
+
+    def cache_topology(self, online_cpus):
+        """The CPU caches the emulated host presents, per CPU.
+
+        :returns: ``{cpu: [cache, ...]}`` where each cache is a dict with
+            ``index``, ``level``, ``type`` (``Data``, ``Instruction``,
+            ``Unified``), ``size`` (bytes), ``id``, ``ways``, ``line_size``
+            and ``shared_cpus`` (sorted list). CPUs in no domain are left out.
+        """
+        g = self.geometry
+        out = {}
+        for dom_id, cpus in self.assign_cpus(online_cpus).items():
+            l3 = self.domain(dom_id).l3_size
+            for cpu in cpus:
+                out[cpu] = [
+                    dict(index=0, level=1, type='Data', size=g.l1d_size,
+                         id=cpu, ways=g.l1_ways, line_size=g.line_size,
+                         shared_cpus=[cpu]),
+                    dict(index=1, level=1, type='Instruction',
+                         size=g.l1i_size, id=cpu, ways=g.l1_ways,
+                         line_size=g.line_size, shared_cpus=[cpu]),
+                    dict(index=2, level=2, type='Unified', size=g.l2_size,
+                         id=cpu, ways=g.l2_ways, line_size=g.line_size,
+                         shared_cpus=[cpu]),
+                    dict(index=3, level=3, type='Unified', size=l3,
+                         id=dom_id, ways=g.l3_ways, line_size=g.line_size,
+                         shared_cpus=list(cpus)),
+                ]
+        return out
+
+    def sysfs_cache_files(self, online_cpus, nr_cpu_ids=None):
+        """Render :meth:`cache_topology` as sysfs ``cacheinfo`` files.
+
+        :param nr_cpu_ids: width of ``shared_cpu_map`` (default: highest
+            online CPU + 1).
+        :returns: ``{'cpu0/cache/index3/size': '36608K\\n', ...}``, paths
+            relative to ``/sys/devices/system/cpu``.
+        """
+        # Imported here: kparse is pure and has no dependency on profiles.
+        from rdt_virt.emulator import kparse
+
+        cpus = sorted(set(online_cpus))
+        nbits = nr_cpu_ids or (cpus[-1] + 1 if cpus else 1)
+        files = {}
+        for cpu, caches in self.cache_topology(cpus).items():
+            for c in caches:
+                base = 'cpu%d/cache/index%d/' % (cpu, c['index'])
+                sets = c['size'] // (c['ways'] * c['line_size'])
+                values = {
+                    'id': c['id'], 'level': c['level'], 'type': c['type'],
+                    'size': '%dK' % (c['size'] // KIB),
+                    'coherency_line_size': c['line_size'],
+                    'ways_of_associativity': c['ways'],
+                    'number_of_sets': sets,
+                    'physical_line_partition': 1,
+                    'shared_cpu_list': kparse.format_cpulist(
+                        c['shared_cpus']),
+                    'shared_cpu_map': kparse.format_cpumask(
+                        c['shared_cpus'], nbits),
+                }
+                for key, val in values.items():
+                    files[base + key] = '%s\n' % val
+        return files
+
+
+# The reference host: two-socket Xeon Gold 6252 (DESIGN.md section 1).
+_CLX_L3 = 36608 * KIB
+REFERENCE = Profile(
+    name='reference',
+    description='2-socket Xeon Gold 6252: L3 CAT (7ff, 16 CLOSIDs), '
+                'MBA 10-100% step 10 (8 CLOSIDs), CMT+MBM (192 RMIDs)',
+    vendor='intel',
+    domains=(CacheDomain(0, _CLX_L3), CacheDomain(1, _CLX_L3)),
+    l3=CacheAlloc(name='L3', num_closids=16, cbm_len=11, min_cbm_bits=1,
+                  shareable_bits=0x600, sparse_masks=False,
+                  cdp_capable=True),
+    mb=BandwidthAlloc(name='MB', num_closids=8, min_bandwidth=10,
+                      max_bandwidth=100, bandwidth_gran=10,
+                      delay_linear=True, throttle_mode='max', data_width=3),
+    mon=Monitoring(num_rmids=192, events=ALL_EVENTS, mon_scale=65536),
+    geometry=CacheGeometry(l3_ways=11),
+)
+
+CDP = dataclasses.replace(
+    REFERENCE, name='cdp', cdp=True,
+    description='reference host mounted with -o cdp: L3CODE/L3DATA, '
+                '8 CLOSIDs each')
+
+MBA_MBPS = dataclasses.replace(
+    REFERENCE, name='mba-mbps', mba_mbps=True,
+    description='reference host mounted with -o mba_MBps: MB in MBps '
+                '(software controller)')
+
+_GENOA_L3 = 32 * MIB
+AMD = Profile(
+    name='amd',
+    description='AMD EPYC: L3 CAT (ffff, sparse, 16 CLOSIDs), MBA and SMBA '
+                'in 1/8 GB/s units (2048 = unlimited), CMT+MBM (256 RMIDs)',
+    vendor='amd',
+    domains=(CacheDomain(0, _GENOA_L3), CacheDomain(1, _GENOA_L3)),
+    l3=CacheAlloc(name='L3', num_closids=16, cbm_len=16, min_cbm_bits=0,
+                  shareable_bits=0, sparse_masks=True, cdp_capable=False),
+    mb=BandwidthAlloc(name='MB', num_closids=16, min_bandwidth=0,
+                      max_bandwidth=2048, bandwidth_gran=1,
+                      delay_linear=False, throttle_mode=None, data_width=4),
+    smba=BandwidthAlloc(name='SMBA', num_closids=16, min_bandwidth=0,
+                        max_bandwidth=2048, bandwidth_gran=1,
+                        delay_linear=False, throttle_mode=None,
+                        data_width=4),
+    mon=Monitoring(num_rmids=256, events=ALL_EVENTS, mon_scale=64),
+    geometry=CacheGeometry(l2_ways=8, l3_ways=16),
+)
+
+L3_CAT = dataclasses.replace(
+    REFERENCE, name='l3-cat', mb=None, mon=None,
+    description='reference caches with L3 CAT only: no MBA, no monitoring')
+
+MONITORING = dataclasses.replace(
+    REFERENCE, name='monitoring', l3=None, mb=None,
+    description='reference caches with CMT+MBM only: no allocation')
+
+PROFILES = {p.name: p for p in (REFERENCE, CDP, MBA_MBPS, AMD, L3_CAT,
+                                MONITORING)}
+
+
+class UnknownProfile(KeyError):
+    def __str__(self):
+        return 'unknown profile %r (known: %s)' % (
+            self.args[0], ', '.join(sorted(PROFILES)))
+
+
+def get_profile(name):
+    """Return the profile called *name*, or raise :class:`UnknownProfile`."""
+    if isinstance(name, Profile):
+        return name
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UnknownProfile(name) from None
