@@ -1,0 +1,294 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""CMT and MBM counters of the emulated host.
+
+Each RMID (each control and monitoring group) has, per L3 domain, three
+counters the kernel shows in ``mon_data/mon_L3_XX``:
+
+``mbm_total_bytes`` / ``mbm_local_bytes``
+    Cumulative bytes to memory (all nodes / the local node). They only grow,
+    start from zero when a group is created, and read as multiples of the
+    hardware unit (``mon_scale``).
+``llc_occupancy``
+    Bytes of L3 currently tagged with the RMID: a gauge.
+
+A control group's files show its own RMID plus those of its monitoring
+groups, counting the ones that read successfully; only when every one fails
+does the file show the error (``Unavailable``, ``Error`` or ``Unassigned``).
+
+The model, evaluated lazily whenever a counter is read or a task moves:
+each thread's CPU time since the last evaluation is charged to the group
+that holds it, on the domain of the CPU it last ran on. A CPU-second moves
+``mbm_bytes_per_cpu_second`` bytes, scaled by the group's ``MB`` throttle
+(percent of 100, or AMD units of 2048); with ``mba_MBps`` the group's
+traffic on a domain is capped at its MBps value instead. ``local_fraction``
+of it is local. The cache footprint grows by
+``occupancy_bytes_per_cpu_second``, halves every ``occupancy_half_life``
+seconds and is bounded by the bytes of the group's L3 mask on the domain.
+
+Tests take over any counter: an absolute value, a constant rate in bytes per
+second of the model clock (exact ground truth, no CPU model), a reset to
+zero, or a sentinel; :meth:`Counters.clear` hands it back to the model.
+"""
+
+import math
+
+UNAVAILABLE = 'Unavailable'
+ERROR = 'Error'
+UNASSIGNED = 'Unassigned'
+SENTINELS = (UNAVAILABLE, ERROR, UNASSIGNED)
+
+OCCUPANCY = 'llc_occupancy'
+TOTAL = 'mbm_total_bytes'
+LOCAL = 'mbm_local_bytes'
+
+MIB = 1024 * 1024
+
+
+class _Cell(object):
+    """One counter: (RMID, domain, event)."""
+
+    __slots__ = ('value', 'model', 'injected', 'rate', 'sentinel')
+
+    def __init__(self):
+        self.value = 0.0      # exact part: injected value plus rate
+        self.model = 0.0      # bytes from the CPU model (MBM only)
+        self.injected = False
+        self.rate = 0.0
+        self.sentinel = None
+
+
+class _State(object):
+    """Counters of one RMID."""
+
+    def __init__(self, events, domains):
+        self.cells = {(d, e): _Cell() for d in domains for e in events}
+        self.footprint = {d: 0.0 for d in domains}
+
+
+class Counters(object):
+    """All counters of a mount, keyed by group object.
+
+    :param profile: the :class:`~rdt_virt.emulator.profiles.Profile`.
+    :param domains: online domain ids.
+    :param cpu_domains: ``{cpu: domain_id}`` of the online CPUs.
+    :param allowed_bytes: ``f(group, dom) -> bytes`` of L3 the group may
+        occupy on the domain.
+    :param throttle: ``f(group, dom) -> (factor, mbps_cap or None)``.
+    """
+
+    def __init__(self, profile, domains, cpu_domains, allowed_bytes,
+                 throttle, now):
+        self.profile = profile
+        self.events = profile.mon.events if profile.mon else ()
+        self.scale = profile.mon.mon_scale if profile.mon else 1
+        self.domains = tuple(domains)
+        self.cpu_domains = dict(cpu_domains)
+        self._allowed = allowed_bytes
+        self._throttle = throttle
+        self._states = {}
+        self._cpu_ns = None   # baseline per tid; None until the first update
+        self._last = now
+
+    # Lifecycle ---------------------------------------------------------------
+
+    def attach(self, group):
+        """Give *group* fresh counters (a new or re-created RMID)."""
+        self._states[group] = _State(self.events, self.domains)
+
+    def detach(self, group):
+        self._states.pop(group, None)
+
+    def export(self, group):
+        """The counter state of *group*, to carry over a remount."""
+        return self._states[group]
+
+    def restore(self, group, state):
+        self._states[group] = state
+
+    def reset(self, group):
+        """Zero the counters, as a hardware reset would; keep injections."""
+        state = self._states[group]
+        for cell in state.cells.values():
+            cell.value = cell.model = 0.0
+        for dom in state.footprint:
+            state.footprint[dom] = 0.0
+
+    # Model -------------------------------------------------------------------
+
+    def update(self, now, samples, owner):
+        """Advance to *now*, charging thread CPU time to its group.
+
+        :param samples: ``{tid: sample}`` with ``cpu_ns`` and ``cpu``.
+        :param owner: ``f(tid) -> group`` holding the thread's RMID.
+        """
+        dt = max(0.0, now - self._last)
+        self._last = now
+        self._advance_injected(dt)
+        model = self.profile.counters
+        if dt and model.occupancy_half_life:
+            decay = math.pow(0.5, dt / model.occupancy_half_life)
+            for state in self._states.values():
+                for dom in state.footprint:
+                    state.footprint[dom] *= decay
+        first = self._cpu_ns is None
+        previous = self._cpu_ns or {}
+        self._cpu_ns = {tid: s.cpu_ns for tid, s in samples.items()}
+        if first:
+            return
+        charged = {}
+        for tid, sample in samples.items():
+            # A thread born since the last update is charged from zero.
+            delta = sample.cpu_ns - previous.get(tid, 0)
+            dom = self.cpu_domains.get(sample.cpu)
+            if delta <= 0 or dom is None:
+                continue
+            group = owner(tid)
+            if group not in self._states:
+                continue
+            key = (group, dom)
+            charged[key] = charged.get(key, 0.0) + delta / 1e9
+        self._charge(charged, dt)
+
+    def _advance_injected(self, dt):
+        if not dt:
+            return
+        for state in self._states.values():
+            for cell in state.cells.values():
+                if cell.injected and cell.rate:
+                    cell.value += cell.rate * dt
+
+    def _charge(self, charged, dt):
+        model = self.profile.counters
+        traffic = {}
+        caps = {}
+        for (group, dom), cpu_s in charged.items():
+            factor, mbps = self._throttle(group, dom)
+            traffic[(group, dom)] = (
+                cpu_s * model.mbm_bytes_per_cpu_second * factor)
+            if mbps is not None:
+                ctrl = group.ctrl
+                caps[(ctrl, dom)] = mbps * MIB * dt
+            self._states[group].footprint[dom] += (
+                cpu_s * model.occupancy_bytes_per_cpu_second)
+        # The MBps software controller caps the control group as a whole.
+        for (ctrl, dom), cap in caps.items():
+            keys = [k for k in traffic if k[0].ctrl is ctrl and k[1] == dom]
+            total = sum(traffic[k] for k in keys)
+            if total > cap:
+                for k in keys:
+                    traffic[k] *= cap / total
+        for (group, dom), nbytes in traffic.items():
+            cells = self._states[group].cells
+            for event, share in ((TOTAL, 1.0),
+                                 (LOCAL, model.local_fraction)):
+                cell = cells.get((dom, event))
+                if cell is not None and not cell.injected:
+                    cell.model += nbytes * share
+
+    # Reading -----------------------------------------------------------------
+
+    def _display(self, group, state, dom, event):
+        cell = state.cells[(dom, event)]
+        if cell.injected:
+            return int(cell.value)
+        if event == OCCUPANCY:
+            occ = min(state.footprint[dom], self._allowed(group, dom))
+            return int(occ // self.scale * self.scale)
+        return int(cell.value) + int(cell.model // self.scale * self.scale)
+
+    def read_own(self, group, dom, event):
+        """One RMID's counter: an int, or a sentinel string."""
+        state = self._states[group]
+        cell = state.cells[(dom, event)]
+        if cell.sentinel:
+            return cell.sentinel
+        return self._display(group, state, dom, event)
+
+    def read(self, group, dom, event):
+        """What ``mon_data/mon_L3_XX/<event>`` of *group* shows."""
+        members = [group]
+        if group.kind == 'ctrl':
+            members += list(group.mons.values())
+        total, ok, error = 0, False, None
+        for member in members:
+            val = self.read_own(member, dom, event)
+            if isinstance(val, str):
+                error = val
+            else:
+                total += val
+                ok = True
+        return total if ok else error
+
+    # Injection ---------------------------------------------------------------
+
+    def _cells(self, group, dom=None, event=None):
+        state = self._states[group]
+        out = []
+        for (d, e), cell in state.cells.items():
+            if dom is not None and d != dom:
+                continue
+            if event is not None and e != event:
+                continue
+            out.append((d, e, cell))
+        if not out:
+            raise KeyError('no counter %s/%s' % (dom, event))
+        return out
+
+    def inject_value(self, group, value, dom=None, event=None):
+        """Pin counters to *value* (they keep any injected rate)."""
+        for d, e, cell in self._cells(group, dom, event):
+            cell.injected = True
+            cell.value = float(value)
+            cell.model = 0.0
+
+    def inject_rate(self, group, rate, dom=None, event=None):
+        """Make counters grow by *rate* bytes per second, from now on."""
+        for d, e, cell in self._cells(group, dom, event):
+            if not cell.injected:
+                cell.value = float(self._display(
+                    group, self._states[group], d, e))
+                cell.model = 0.0
+            cell.injected = True
+            cell.rate = float(rate)
+
+    def set_sentinel(self, group, sentinel, dom=None, event=None):
+        """Show *sentinel* instead of the value (None to stop)."""
+        if sentinel is not None and sentinel not in SENTINELS:
+            raise ValueError('unknown sentinel %r' % sentinel)
+        for d, e, cell in self._cells(group, dom, event):
+            cell.sentinel = sentinel
+
+    def clear(self, group, dom=None, event=None):
+        """Hand counters back to the model, keeping their current value."""
+        for d, e, cell in self._cells(group, dom, event):
+            if cell.injected:
+                cell.injected = False
+                cell.rate = 0.0
+                if e == OCCUPANCY:
+                    self._states[group].footprint[d] = cell.value
+                    cell.value = 0.0
+            cell.sentinel = None
+
+    def describe(self, group):
+        """Own counters of one RMID with their mode, for ground truth."""
+        state = self._states[group]
+        out = {}
+        for (d, e), cell in sorted(state.cells.items()):
+            out.setdefault(d, {})[e] = {
+                'value': self._display(group, state, d, e),
+                'sentinel': cell.sentinel,
+                'injected': cell.injected,
+                'rate': cell.rate if cell.injected else None,
+            }
+        return out

@@ -1,0 +1,624 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The resctrl kernel state of the emulated host, without any I/O.
+
+Groups
+    The root is the default control group (CLOSID 0, RMID 0). ``mkdir`` in
+    the root makes a control group, which takes the lowest free CLOSID
+    (``Out of CLOSIDs``/ENOSPC past the smallest ``num_closids``) and, when
+    monitoring exists, an RMID; ``mkdir`` in a ``mon_groups`` directory makes
+    a monitoring group, which takes an RMID only (``Out of RMIDs``: EBUSY
+    while freed RMIDs wait in limbo, ENOSPC otherwise). Freed RMIDs sit in
+    limbo for ``limbo_delay`` seconds when CMT exists, standing in for the
+    kernel's wait until their cache occupancy drains.
+Tasks
+    Every thread belongs to one control group and at most one of its
+    monitoring groups. Writing a tid to a control group's ``tasks`` moves it
+    there and out of any monitoring group; a monitoring group only takes
+    threads of its parent. The write takes a comma-separated list, stops at
+    the first failure and keeps what it moved before. ``0`` means the
+    writer. A thread the emulator sees for the first time inherits the group
+    of its thread-group leader, else of its parent process, as a fork would
+    have made it.
+CPUs
+    Each CPU belongs to one control group (the root by default) and at most
+    one of its monitoring groups. ``rmdir`` gives tasks and CPUs back to the
+    parent (monitoring group) or the root (control group).
+Rename
+    Only a monitoring group can be renamed, into any ``mon_groups``
+    directory; its tasks follow it to the new parent and its counters stay.
+Remount
+    Destroys every group and resets the root; optionally switches profile,
+    as remounting with ``-o cdp`` or ``-o mba_MBps`` would.
+
+Every method that can fail raises :class:`kparse.KernelError` after updating
+``last_cmd_status`` exactly as the kernel does (some failures leave it
+alone). :class:`ResctrlModel` is not thread-safe; hold :attr:`lock`.
+"""
+
+import collections
+import errno
+import threading
+import time
+
+from rdt_virt.emulator import counters as counters_mod
+from rdt_virt.emulator import kparse
+from rdt_virt.emulator import profiles
+from rdt_virt.emulator import schemata
+
+CTRL = 'ctrl'
+MON = 'mon'
+_STATUS_SIZE = 512
+
+
+class Group(object):
+    """A control (``ctrl``) or monitoring (``mon``) group."""
+
+    def __init__(self, name, kind, parent=None, closid=0, rmid=0,
+                 config=None, uid=0, gid=0, dirmode=0o755, ctime=0.0):
+        self.name = name
+        self.kind = kind
+        self.parent = parent
+        self._closid = closid
+        self.rmid = rmid
+        self.config = config or {}
+        self.mode = schemata.SHAREABLE
+        self.cpus = set()
+        self.mons = collections.OrderedDict()
+        self.uid, self.gid, self.dirmode, self.ctime = uid, gid, dirmode, ctime
+
+    @property
+    def closid(self):
+        return self.parent.closid if self.kind == MON else self._closid
+
+    @property
+    def ctrl(self):
+        return self.parent if self.kind == MON else self
+
+    @property
+    def path(self):
+        """Path relative to the mount: '', 'g', 'g/mon_groups/m'."""
+        if self.kind == CTRL:
+            return self.name
+        return '/'.join(p for p in (self.parent.path, 'mon_groups',
+                                    self.name) if p)
+
+    def __repr__(self):
+        return '<Group %s>' % (self.path or '/')
+
+
+class RmidAllocator(object):
+    """RMIDs: a free list in LRU order plus a limbo with release times."""
+
+    def __init__(self, num_rmids, use_limbo):
+        self.free = collections.deque(range(1, num_rmids))
+        self.limbo = []
+        self.use_limbo = use_limbo
+
+    def release(self, now):
+        due = sorted(e for e in self.limbo if e[0] <= now)
+        self.limbo = [e for e in self.limbo if e[0] > now]
+        self.free.extend(rmid for _t, rmid in due)
+
+    def alloc(self, now):
+        self.release(now)
+        if not self.free:
+            raise kparse.KernelError(
+                errno.EBUSY if self.limbo else errno.ENOSPC, "Out of RMIDs\n")
+        return self.free.popleft()
+
+    def put(self, rmid, now, delay):
+        if self.use_limbo and delay > 0:
+            self.limbo.append((now + delay, rmid))
+        else:
+            self.free.append(rmid)
+
+
+class MutationLog(object):
+    """Every mutation attempted, successful or not, in order."""
+
+    def __init__(self, clock=time.time):
+        self.entries = []
+        self._clock = clock
+
+    def record(self, op, path, data=None, err=0, status=None):
+        entry = {'seq': len(self.entries) + 1, 'time': self._clock(),
+                 'op': op, 'path': path, 'data': data,
+                 'result': 'ok' if not err else errno.errorcode.get(err, err),
+                 'errno': err, 'status': status}
+        self.entries.append(entry)
+        return entry
+
+    def since(self, seq=0):
+        """Entries with a sequence number above *seq*."""
+        return [e for e in self.entries if e['seq'] > seq]
+
+
+class ResctrlModel(object):
+    """The state of a mounted resctrl filesystem.
+
+    :param profile: a :class:`~rdt_virt.emulator.profiles.Profile` or name.
+    :param threads: thread source (see :mod:`threads`).
+    :param clock: monotonic seconds; inject a fake one in tests.
+    :param online_cpus: host CPUs (default: all CPUs of ``nr_cpu_ids``).
+    :param nr_cpu_ids: width of CPU masks (default: highest CPU + 1).
+    :param limbo_delay: seconds a freed RMID stays busy (default 1.0 when
+        the profile has ``llc_occupancy``, the kernel's limbo check period).
+    :param legacy: format and word things as Linux 6.1 does (padded
+        schemata values, older MB messages).
+    :param snapshot_max_age: reuse a thread snapshot this young (seconds).
+    """
+
+    def __init__(self, profile, threads, clock=time.monotonic,
+                 online_cpus=None, nr_cpu_ids=None, limbo_delay=None,
+                 legacy=False, snapshot_max_age=0.0):
+        self.lock = threading.RLock()
+        self.threads = threads
+        self.clock = clock
+        self.nr_cpu_ids = nr_cpu_ids or (max(online_cpus) + 1
+                                         if online_cpus else 1)
+        self.online_cpus = set(online_cpus if online_cpus is not None
+                               else range(self.nr_cpu_ids))
+        self.limbo_delay = 1.0 if limbo_delay is None else limbo_delay
+        self.legacy = legacy
+        self.snapshot_max_age = snapshot_max_age
+        self.log = MutationLog()
+        self.max_threshold = 0
+        self._snap = None
+        self._status = ''
+        self._members = {}
+        self.profile = None
+        self.rmids = None
+        self._mount(profiles.get_profile(profile))
+        self._seen = set(self._snapshot())
+        self._update_counters()
+
+    # Mounting ----------------------------------------------------------------
+
+    def _mount(self, profile):
+        old = self.profile
+        self.profile = profile
+        self.domains = tuple(sorted(profile.assign_cpus(self.online_cpus)))
+        self.root = Group('', CTRL, config=schemata.default_config(
+            profile, self.domains), ctime=time.time())
+        self.root.cpus = set(self.online_cpus)
+        self.groups = collections.OrderedDict()
+        self._members = {}
+        self._status = ''
+        mon = profile.mon
+        if self.rmids is None or old is None or old.mon != mon:
+            self.rmids = RmidAllocator(
+                mon.num_rmids if mon else 1,
+                bool(mon) and counters_mod.OCCUPANCY in mon.events)
+            if mon:
+                size = profile.domains[0].l3_size
+                self.max_threshold = (size // mon.num_rmids
+                                      // mon.mon_scale * mon.mon_scale)
+        self.counters = counters_mod.Counters(
+            profile, self.domains, profile.cpu_domains(self.online_cpus),
+            self._allowed_bytes, self._throttle, self.clock())
+        if mon:
+            self.counters.attach(self.root)
+
+    def remount(self, profile=None):
+        """Unmount and mount again, optionally on another profile."""
+        profile = profiles.get_profile(profile or self.profile)
+        now = self.clock()
+        for group in self.all_groups():
+            if group is not self.root and self.profile.mon_capable:
+                self.rmids.put(group.rmid, now, self.limbo_delay)
+        # RMID 0 keeps counting across a remount on the same hardware.
+        kept = None
+        if self.profile.mon and self.profile.mon == profile.mon:
+            kept = self.counters.export(self.root)
+        self._mount(profile)
+        if kept is not None:
+            self.counters.restore(self.root, kept)
+        self._snap = None
+        self._update_counters()
+
+    # last_cmd_status ---------------------------------------------------------
+
+    @property
+    def last_cmd_status(self):
+        """Text of ``info/last_cmd_status``."""
+        return self._status or 'ok\n'
+
+    def _clear(self):
+        self._status = ''
+
+    def _puts(self, text):
+        if text and len(self._status) + len(text) < _STATUS_SIZE:
+            self._status += text
+
+    @staticmethod
+    def _fail(err, text=''):
+        raise kparse.KernelError(err, text)
+
+    def _run(self, func, *args):
+        """Clear the status, run, and append a failure's text to it."""
+        self._clear()
+        try:
+            return func(*args)
+        except kparse.KernelError as e:
+            self._puts(e.status)
+            raise
+
+    # Lookup ------------------------------------------------------------------
+
+    def all_groups(self):
+        for ctrl in [self.root] + list(self.groups.values()):
+            yield ctrl
+            for mon in ctrl.mons.values():
+                yield mon
+
+    def find(self, path):
+        """The group at *path* ('' for the root), or None."""
+        parts = [p for p in path.strip('/').split('/') if p]
+        ctrl = self.root
+        if parts and parts[0] != 'mon_groups':
+            ctrl = self.groups.get(parts.pop(0))
+            if ctrl is None:
+                return None
+        if not parts:
+            return ctrl
+        if len(parts) == 2 and parts[0] == 'mon_groups':
+            return ctrl.mons.get(parts[1])
+        return None
+
+    def allocated(self, exclude=None):
+        """``(closid, mode, config)`` of every control group but one."""
+        return [(g.closid, g.mode, g.config) for g in
+                [self.root] + list(self.groups.values()) if g is not exclude]
+
+    # Threads -----------------------------------------------------------------
+
+    def _snapshot(self):
+        now = self.clock()
+        if self._snap is None or now - self._snap[0] >= self.snapshot_max_age:
+            self._snap = (now, self.threads.snapshot())
+        return self._snap[1]
+
+    def _inherit(self, tid, sample):
+        for parent in (sample.tgid, sample.ppid):
+            if parent != tid and parent in self._members:
+                self._members[tid] = self._members[parent]
+                return
+
+    def _observe(self, samples):
+        for tid, sample in samples.items():
+            if tid not in self._seen:
+                self._inherit(tid, sample)
+        for tid in [t for t in self._members if t not in samples]:
+            del self._members[tid]
+        self._seen = set(samples)
+
+    def refresh(self):
+        """Bring tasks and counters up to date with the threads."""
+        self._update_counters()
+
+    def _owner(self, tid):
+        return self._members.get(tid, self.root)
+
+    def _update_counters(self):
+        samples = self._snapshot()
+        self._observe(samples)
+        if self.profile.mon:
+            self.counters.update(self.clock(), samples, self._owner)
+
+    def tasks(self, group):
+        """Thread ids in *group* (a control group includes its mon groups)."""
+        samples = self._snapshot()
+        self._observe(samples)
+        out = []
+        for tid in samples:
+            owner = self._owner(tid)
+            if owner is group or (group.kind == CTRL and owner.ctrl is group):
+                out.append(tid)
+        return sorted(out)
+
+    def group_of(self, tid):
+        """The group holding *tid* (the root for threads never moved)."""
+        return self._owner(tid)
+
+    # Counters hooks ----------------------------------------------------------
+
+    def _allowed_bytes(self, group, dom):
+        return schemata.allowed_l3_bytes(self.profile, dom, group.ctrl.config)
+
+    def _throttle(self, group, dom):
+        mb = self.profile.mb
+        if not mb:
+            return 1.0, None
+        val = group.ctrl.config.get('MB', {}).get(dom, mb.max_bandwidth)
+        if self.profile.mba_mbps:
+            return 1.0, val
+        return min(1.0, val / float(mb.max_bandwidth)), None
+
+    def read_counter(self, group, dom, event):
+        """Text-ready value of a ``mon_data`` file: int or sentinel."""
+        self._update_counters()
+        return self.counters.read(group, dom, event)
+
+    # Group files -------------------------------------------------------------
+
+    def schemata_text(self, group):
+        return schemata.format_schemata(self.profile, self.domains,
+                                        group.config, group.closid,
+                                        self.legacy)
+
+    def size_text(self, group):
+        return schemata.format_size(self.profile, self.domains, group.config)
+
+    def cpus_text(self, group, as_list=False):
+        if as_list:
+            return kparse.format_cpulist(group.cpus) + '\n'
+        return kparse.format_cpumask(group.cpus, self.nr_cpu_ids) + '\n'
+
+    def write_schemata(self, group, text):
+        if not text.endswith('\n'):
+            raise kparse.KernelError(errno.EINVAL)
+        self._run(self._write_schemata, group, text[:-1])
+
+    def _write_schemata(self, group, text):
+        staged = schemata.parse_write(
+            text, self.profile, self.domains, group.closid, group.mode,
+            self.allocated(exclude=group), self.legacy)
+        self._update_counters()   # charge the past at the old throttle
+        for name, values in staged.items():
+            group.config.setdefault(name, {}).update(values)
+
+    def write_mode(self, group, text):
+        if not text.endswith('\n'):
+            raise kparse.KernelError(errno.EINVAL)
+        self._run(self._write_mode, group, text[:-1])
+
+    def _write_mode(self, group, mode):
+        if mode == group.mode:
+            return
+        if mode == schemata.SHAREABLE:
+            group.mode = mode
+        elif mode == schemata.EXCLUSIVE:
+            schemata.check_exclusive(self.profile, self.domains,
+                                     group.closid, group.config,
+                                     self.allocated(exclude=group))
+            group.mode = mode
+        elif mode == 'pseudo-locksetup':
+            # The emulated parts cannot pseudo-lock (no prefetch control).
+            if group is self.root:
+                self._fail(errno.EINVAL, "Cannot pseudo-lock default group\n")
+            if self.profile.cdp:
+                self._fail(errno.EINVAL, "CDP enabled\n")
+            self._fail(errno.EINVAL, "Pseudo-locking not supported\n")
+        else:
+            self._fail(errno.EINVAL, "Unknown or unsupported mode\n")
+
+    def write_cpus(self, group, text, as_list=False):
+        self._run(self._write_cpus, group, text, as_list)
+
+    def _write_cpus(self, group, text, as_list):
+        try:
+            if as_list:
+                new = kparse.parse_cpulist(text, self.nr_cpu_ids)
+            else:
+                new = kparse.parse_cpumask(text, self.nr_cpu_ids)
+        except kparse.ParseError as e:
+            self._fail(e.errno, "Bad CPU list/mask\n")
+        if new - self.online_cpus:
+            self._fail(errno.EINVAL, "Can only assign online CPUs\n")
+        if group.kind == MON:
+            parent = group.parent
+            if new - parent.cpus:
+                self._fail(errno.EINVAL, "Can only add CPUs to mongroup "
+                                         "that belong to parent\n")
+            for sibling in parent.mons.values():
+                if sibling is not group:
+                    sibling.cpus -= new - group.cpus
+            group.cpus = set(new)
+            return
+        dropped = group.cpus - new
+        if dropped:
+            if group is self.root:
+                self._fail(errno.EINVAL, "Can't drop CPUs from default "
+                                         "group\n")
+            self.root.cpus |= dropped
+        added = new - group.cpus
+        if added:
+            for other in [self.root] + list(self.groups.values()):
+                if other is not group and other.cpus & added:
+                    other.cpus -= added
+                    for mon in other.mons.values():
+                        mon.cpus &= other.cpus
+        group.cpus = set(new)
+        for mon in group.mons.values():
+            mon.cpus = set()
+
+    def write_tasks(self, group, text, caller_tid=0, caller_uid=0):
+        """Move the listed threads into *group* (see the module doc)."""
+        self._run(self._write_tasks, group, text, caller_tid, caller_uid)
+
+    def _write_tasks(self, group, buf, caller_tid, caller_uid):
+        self._snap = None
+        while buf and buf[0] not in '\0\n':
+            token, comma, rest = buf.partition(',')
+            buf = rest if comma else None
+            token = kparse.strim(token)
+            try:
+                pid = kparse.kstrtoint(token, 0)
+            except kparse.ParseError:
+                self._fail(errno.EINVAL,
+                           "Task list parsing error pid %s\n" % token)
+            if pid < 0:
+                self._fail(errno.EINVAL, "Invalid pid %d\n" % pid)
+            try:
+                self._move_task(pid or caller_tid, group, caller_uid)
+            except kparse.KernelError as e:
+                self._fail(e.errno, e.status +
+                           "Error while processing task %d\n" % pid)
+
+    def _move_task(self, tid, group, caller_uid):
+        sample = self.threads.lookup(tid)
+        if sample is None:
+            raise kparse.KernelError(errno.ESRCH, "No task %d\n" % tid)
+        if caller_uid != 0 and caller_uid not in (sample.uid, sample.suid):
+            raise kparse.KernelError(
+                errno.EPERM, "No permission to move task %d\n" % tid)
+        if tid not in self._seen:
+            self._inherit(tid, sample)
+            self._seen.add(tid)
+        current = self._owner(tid)
+        if current is group:
+            return
+        if group.kind == MON and current.closid != group.closid:
+            raise kparse.KernelError(
+                errno.EINVAL, "Can't move task to different control group\n")
+        self._update_counters()   # charge the past to the old group
+        if group is self.root:
+            self._members.pop(tid, None)
+        else:
+            self._members[tid] = group
+
+    def write_max_threshold(self, text):
+        """``info/L3_MON/max_threshold_occupancy``: bytes, base 0."""
+        try:
+            value = kparse.kstrtoul(text, 0, (1 << 32) - 1)
+        except kparse.ParseError as e:
+            raise kparse.KernelError(e.errno)
+        limit = self.profile.domains[0].l3_size
+        if value > limit:
+            raise kparse.KernelError(errno.EINVAL)
+        scale = self.profile.mon.mon_scale
+        self.max_threshold = value // scale * scale
+
+    # Directory operations ----------------------------------------------------
+
+    def _check_name(self, name):
+        if '\n' in name:
+            raise kparse.KernelError(errno.EINVAL)
+
+    def refuse_mkdir(self):
+        """mkdir where only the kernel's checks refuse it (EPERM)."""
+        self._run(self._fail, errno.EPERM)
+
+    def refuse_rename(self, text):
+        """rename the kernel refuses after its checks (EPERM, *text*)."""
+        self._run(self._fail, errno.EPERM, text)
+
+    def mkdir_ctrl(self, name, uid=0, gid=0, dirmode=0o755):
+        """``mkdir /<name>``: a new control group."""
+        self._check_name(name)
+        if not self.profile.alloc_capable:
+            return self.refuse_mkdir()
+        return self._run(self._mkdir_ctrl, name, uid, gid, dirmode)
+
+    def _mkdir_ctrl(self, name, uid, gid, dirmode):
+        used = {g.closid for g in self.groups.values()}
+        free = [c for c in range(1, self.profile.num_closids)
+                if c not in used]
+        if not free:
+            self._fail(errno.ENOSPC, "Out of CLOSIDs\n")
+        closid = free[0]
+        now = self.clock()
+        rmid = self.rmids.alloc(now) if self.profile.mon_capable else 0
+        try:
+            config = schemata.init_config(self.profile, self.domains, closid,
+                                          self.allocated())
+        except kparse.KernelError:
+            if self.profile.mon_capable:
+                self.rmids.put(rmid, now, self.limbo_delay)
+            raise
+        group = Group(name, CTRL, closid=closid, rmid=rmid, config=config,
+                      uid=uid, gid=gid, dirmode=dirmode, ctime=time.time())
+        self.groups[name] = group
+        if self.profile.mon_capable:
+            self.counters.attach(group)
+        return group
+
+    def mkdir_mon(self, parent, name, uid=0, gid=0, dirmode=0o755):
+        """``mkdir <parent>/mon_groups/<name>``: a new monitoring group."""
+        self._check_name(name)
+        return self._run(self._mkdir_mon, parent, name, uid, gid, dirmode)
+
+    def _mkdir_mon(self, parent, name, uid, gid, dirmode):
+        if not self.profile.mon_capable:
+            self._fail(errno.EPERM)
+        rmid = self.rmids.alloc(self.clock())
+        group = Group(name, MON, parent=parent, rmid=rmid, uid=uid, gid=gid,
+                      dirmode=dirmode, ctime=time.time())
+        parent.mons[name] = group
+        self.counters.attach(group)
+        return group
+
+    def rmdir(self, group):
+        """Remove a group; its tasks and CPUs go back (status untouched)."""
+        if group is self.root:
+            raise kparse.KernelError(errno.EPERM)
+        self._snap = None
+        self._update_counters()
+        now = self.clock()
+        mon = self.profile.mon_capable
+        if group.kind == MON:
+            for tid, owner in list(self._members.items()):
+                if owner is group:
+                    self._members[tid] = group.parent
+            del group.parent.mons[group.name]
+            to_free = [group]
+        else:
+            for tid, owner in list(self._members.items()):
+                if owner.ctrl is group:
+                    del self._members[tid]
+            self.root.cpus |= group.cpus
+            del self.groups[group.name]
+            to_free = [group] + list(group.mons.values())
+        for g in to_free:
+            if mon:
+                self.rmids.put(g.rmid, now, self.limbo_delay)
+                self.counters.detach(g)
+
+    def rename_mon(self, group, new_parent, new_name):
+        """Move monitoring group *group* to *new_parent* as *new_name*."""
+        self._run(self._rename_mon, group, new_parent, new_name)
+
+    def _rename_mon(self, group, new_parent, new_name):
+        if group.cpus and group.parent is not new_parent:
+            self._fail(errno.EPERM,
+                       "Cannot move a MON group that monitors CPUs\n")
+        if new_parent.mons.get(new_name, group) is not group:
+            self._fail(errno.EEXIST)
+        self._snap = None
+        self._update_counters()
+        del group.parent.mons[group.name]
+        group.name = new_name
+        group.parent = new_parent
+        new_parent.mons[new_name] = group
+
+    # Info files --------------------------------------------------------------
+
+    def bit_usage_text(self, schema):
+        return schemata.format_bit_usage(schema, self.domains,
+                                         self.allocated())
+
+    def counter_truth(self):
+        """Ground truth: every group's counters as their files show them."""
+        self._update_counters()
+        out = {}
+        if not self.profile.mon:
+            return out
+        for group in self.all_groups():
+            out[group.path or '/'] = {
+                'shown': {d: {e: self.counters.read(group, d, e)
+                              for e in self.profile.mon.events}
+                          for d in self.domains},
+                'own': self.counters.describe(group),
+            }
+        return out

@@ -1,0 +1,105 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Threads of the host, as the emulated kernel sees them.
+
+The model never touches ``/proc`` itself; it asks a thread source, so unit
+tests can hand it fake threads. A source has two methods:
+
+``snapshot()``
+    ``{tid: ThreadSample}`` for every live thread (``uid``/``suid`` may be
+    None there).
+``lookup(tid)``
+    one :class:`ThreadSample` with ``uid``/``suid``, or None when no such
+    thread exists (it exited, or never did).
+
+:class:`ProcThreads` reads them from ``/proc``: a thread's CPU time is
+``utime + stime`` of ``/proc/<pid>/task/<tid>/stat`` and its CPU the
+``processor`` field (the CPU it last ran on).
+"""
+
+import collections
+import os
+
+ThreadSample = collections.namedtuple(
+    'ThreadSample', 'tid tgid ppid cpu_ns cpu uid suid')
+
+_CLK_TCK = os.sysconf('SC_CLK_TCK')
+
+
+def parse_stat(text):
+    """``(ppid, cpu_ns, cpu)`` from the text of a ``stat`` file."""
+    # The command name may hold spaces and parentheses: split after it.
+    fields = text[text.rindex(')') + 2:].split()
+    ppid = int(fields[1])
+    ticks = int(fields[11]) + int(fields[12])
+    cpu = int(fields[36])
+    return ppid, ticks * 1000000000 // _CLK_TCK, cpu
+
+
+class ProcThreads(object):
+    """Thread source backed by a procfs tree (``/proc`` by default)."""
+
+    def __init__(self, proc='/proc'):
+        self.proc = proc
+
+    def _read(self, path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            return None
+
+    def snapshot(self):
+        out = {}
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except FileNotFoundError:
+            return out
+        for pid in pids:
+            task_dir = os.path.join(self.proc, pid, 'task')
+            try:
+                tids = os.listdir(task_dir)
+            except (FileNotFoundError, ProcessLookupError,
+                    NotADirectoryError):
+                continue
+            for tid in tids:
+                text = self._read(os.path.join(task_dir, tid, 'stat'))
+                if not text:
+                    continue
+                try:
+                    ppid, cpu_ns, cpu = parse_stat(text)
+                except (ValueError, IndexError):
+                    continue
+                out[int(tid)] = ThreadSample(int(tid), int(pid), ppid,
+                                             cpu_ns, cpu, None, None)
+        return out
+
+    def lookup(self, tid):
+        # /proc/<tid> resolves any thread id, listed or not.
+        base = os.path.join(self.proc, str(tid))
+        status = self._read(os.path.join(base, 'status'))
+        stat = self._read(os.path.join(base, 'stat'))
+        if not status or not stat:
+            return None
+        fields = {}
+        for line in status.splitlines():
+            key, _, val = line.partition(':')
+            fields[key] = val.split()
+        try:
+            ppid, cpu_ns, cpu = parse_stat(stat)
+            uids = [int(u) for u in fields['Uid']]
+            tgid = int(fields['Tgid'][0])
+        except (KeyError, ValueError, IndexError):
+            return None
+        # Uid: real, effective, saved, filesystem.
+        return ThreadSample(tid, tgid, ppid, cpu_ns, cpu, uids[0], uids[2])
