@@ -19,19 +19,26 @@ be at least ``min_cbm_bits`` of them, and none may lie outside ``cbm_mask``.
 they can be given to a group, but never count as dedicated.
 """
 
+import re
+
 from rdt_virt import exception
+
+_HEX = re.compile(r'\A(0[xX])?[0-9a-fA-F]+\Z')
 
 
 def parse(text):
-    """Parse a hexadecimal CBM as the kernel writes it (no ``0x``)."""
+    """Parse a hexadecimal CBM as the kernel writes it (no ``0x``).
+
+    A ``0x`` prefix is accepted, as the kernel does on writes; signs and
+    digit separators are not.
+    """
     text = text.strip()
     if not text:
         raise exception.InvalidMask(mask=repr(text), reason='empty mask')
-    try:
-        return int(text, 16)
-    except ValueError:
+    if not _HEX.match(text):
         raise exception.InvalidMask(mask=repr(text),
                                     reason='non-hex character in the mask')
+    return int(text, 16)
 
 
 def format(mask, width=None):
@@ -82,20 +89,27 @@ def run_mask(start, length):
 def validate(mask, cbm_mask, min_cbm_bits=1, sparse=False):
     """Raise :class:`~rdt_virt.exception.InvalidMask` as the kernel would.
 
+    The kernel checks, in this order: the mask lies within ``cbm_mask``
+    (and is non-zero unless ``min_cbm_bits`` is 0, as on AMD), its ones are
+    contiguous unless sparse masks are allowed, and its *first* run of ones
+    is at least ``min_cbm_bits`` long.
+
     :param mask: the candidate CBM.
     :param cbm_mask: the resource's full mask (``info/<res>/cbm_mask``).
     :param min_cbm_bits: ``info/<res>/min_cbm_bits``.
     :param sparse: ``info/<res>/sparse_masks`` is 1.
     """
     shown = format(mask)
-    if mask & ~cbm_mask:
+    if mask < 0 or mask & ~cbm_mask or (mask == 0 and min_cbm_bits > 0):
         raise exception.InvalidMask(mask=shown, reason='mask out of range')
-    if popcount(mask) < min_cbm_bits:
-        raise exception.InvalidMask(
-            mask=shown, reason='needs at least %d bits' % min_cbm_bits)
+    if mask == 0:
+        return
     if not sparse and not is_contiguous(mask):
         raise exception.InvalidMask(mask=shown,
                                     reason='has non-consecutive 1-bits')
+    if runs(mask)[0][1] < min_cbm_bits:
+        raise exception.InvalidMask(
+            mask=shown, reason='needs at least %d bits' % min_cbm_bits)
 
 
 def free_runs(used, cbm_mask):

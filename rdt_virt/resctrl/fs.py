@@ -54,9 +54,12 @@ from rdt_virt.resctrl import info as info_mod
 from rdt_virt.resctrl import schemata as schemata_mod
 
 RESERVED_NAMES = frozenset(('info', 'mon_groups', 'mon_data'))
+# Files in a group's directory: a group of that name would be a file.
+GROUP_FILES = frozenset(('tasks', 'cpus', 'cpus_list', 'schemata', 'size',
+                         'mode', 'mon_hw_id', 'mba_MBps_event'))
 SENTINELS = ('Unavailable', 'Error', 'Unassigned')
 _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
-_NAME = re.compile(r'^[A-Za-z0-9_.:+@-]{1,255}$')
+_NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
 
 MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
 MonValue.__doc__ = """A monitoring counter: ``value`` in bytes, or None with
@@ -67,13 +70,16 @@ def validate_group_name(name):
     """Raise InvalidGroupName unless ``name`` is a safe resctrl group name.
 
     Names become directory names under the resctrl root: no path
-    separators, no dot names, none of the kernel's reserved names.
+    separators, no dot names, none of the kernel's reserved directory or
+    file names.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
+    # fullmatch: with match() and '$' a trailing newline would slip through.
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise exception.InvalidGroupName(
             name=name, reason='use 1-255 characters of A-Z a-z 0-9 _ . : + '
                               '@ -')
-    if name in ('.', '..') or name in RESERVED_NAMES:
+    if (name in ('.', '..') or name in RESERVED_NAMES or
+            name in GROUP_FILES):
         raise exception.InvalidGroupName(name=name, reason='reserved name')
 
 
@@ -164,14 +170,37 @@ class Resctrl(object):
                 return f.read()
         except FileNotFoundError:
             self._missing(path)
-            raise
+        except OSError as e:
+            raise exception.ResctrlError(path=path,
+                                         reason=os.strerror(e.errno))
 
     def _missing(self, path):
-        """Raise the error that explains why ``path`` does not exist."""
+        """Raise the error that explains why ``path`` does not exist.
+
+        Not mounted, a control or monitoring group that does not exist, or
+        a file this kernel or host does not have (``mon_data`` without
+        monitoring, ``size`` on old kernels).
+        """
         if not self.is_mounted():
             raise exception.ResctrlNotMounted(path=self.root)
-        group = os.path.relpath(os.path.dirname(path), self.root)
-        raise exception.GroupNotFound(path=path, group=group)
+        rest = os.path.relpath(path, self.root).split(os.sep)
+        base = self.root
+        if len(rest) > 1 and rest[0] not in RESERVED_NAMES:
+            group, rest = rest[0], rest[1:]
+            base = os.path.join(self.root, group)
+            if not os.path.isdir(base):
+                raise exception.GroupNotFound(path=path, group=group)
+        if rest[0] in ('mon_groups', 'mon_data'):
+            if not os.path.isdir(os.path.join(base, rest[0])):
+                raise exception.ResctrlError(
+                    path=path, reason='monitoring is not available')
+            if rest[0] == 'mon_groups' and len(rest) > 2:
+                mon_dir = os.path.join(base, 'mon_groups', rest[1])
+                if not os.path.isdir(mon_dir):
+                    raise exception.GroupNotFound(
+                        path=path,
+                        group=os.path.relpath(mon_dir, self.root))
+        raise exception.ResctrlError(path=path, reason='no such file')
 
     def last_cmd_status(self):
         """The text of ``info/last_cmd_status`` (the kernel's last verdict)."""
@@ -182,13 +211,21 @@ class Resctrl(object):
         except OSError as e:
             return 'last_cmd_status unreadable: %s' % e.strerror
 
-    def _write(self, path, data):
-        """Write ``data`` in one write(2); errors carry last_cmd_status."""
+    def _open_for_write(self, path, data):
+        # O_TRUNC is what echo(1) and libvirt use; the kernel ignores it,
+        # and a plain file (a test tree) then holds exactly what was written.
         try:
-            fd = os.open(path, os.O_WRONLY)
+            return os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
         except FileNotFoundError:
             self._missing(path)
-            raise
+        except OSError as e:
+            raise exception.ResctrlWriteError(
+                path, data, e.errno, os.strerror(e.errno),
+                self.last_cmd_status())
+
+    def _write(self, path, data):
+        """Write ``data`` in one write(2); errors carry last_cmd_status."""
+        fd = self._open_for_write(path, data)
         try:
             os.write(fd, data.encode())
         except OSError as e:
@@ -241,11 +278,11 @@ class Resctrl(object):
                 continue
             for name in sorted(os.listdir(res_dir)):
                 try:
-                    files['%s/%s' % (res, name)] = self._read(
-                        os.path.join(res_dir, name)).strip()
+                    with open(os.path.join(res_dir, name)) as f:
+                        files['%s/%s' % (res, name)] = f.read().strip()
                 except OSError:
-                    # Some info files are write-only or need privileges
-                    # (e.g. mbm_*_bytes_config); they are not needed here.
+                    # Some info entries are directories (event_configs),
+                    # write-only or need privileges; none is needed here.
                     continue
         return files
 
@@ -260,7 +297,12 @@ class Resctrl(object):
                       if m)
 
     def capabilities(self):
-        """Read the host's :class:`~rdt_virt.resctrl.info.HostCapabilities`."""
+        """Read the host's :class:`~rdt_virt.resctrl.info.HostCapabilities`.
+
+        :raises: ResctrlNotMounted when nothing is mounted at the root,
+            which is also what a host without RDT looks like: the caller
+            decides whether that means "no RDT" or "misconfigured".
+        """
         files = self.read_info()
         root_size = ''
         if os.path.exists(self.path(None, None, 'size')):
@@ -292,7 +334,6 @@ class Resctrl(object):
                           if os.path.isdir(os.path.join(base, name)))
         except FileNotFoundError:
             self._missing(base)
-            raise
 
     def _check_owned(self, name, foreign_ok):
         if not foreign_ok and not self.owns(name):
@@ -313,7 +354,9 @@ class Resctrl(object):
                 raise exception.RMIDBusy(path=path, group=name,
                                          status=status)
             if e.errno == errno.ENOENT:
-                self._missing(path)
+                # The parent is missing: a control group, or mon_groups on
+                # a host that cannot monitor.
+                self._missing(os.path.join(path, 'tasks'))
             raise exception.ResctrlError(
                 path=path, reason='%s: %s' % (os.strerror(e.errno), status))
 
@@ -321,8 +364,7 @@ class Resctrl(object):
         try:
             os.rmdir(path)
         except FileNotFoundError:
-            self._missing(path)
-            raise
+            self._missing(os.path.join(path, 'tasks'))
         except OSError as e:
             raise exception.ResctrlError(
                 path=path, reason='%s: %s' % (os.strerror(e.errno),
@@ -368,7 +410,8 @@ class Resctrl(object):
             os.rename(src, dst)
         except OSError as e:
             if e.errno == errno.ENOENT:
-                self._missing(src)
+                missing = dst if os.path.isdir(src) else src
+                self._missing(os.path.join(missing, 'tasks'))
             raise exception.ResctrlError(
                 path=src, reason='rename to %s: %s: %s' % (
                     dst, os.strerror(e.errno), self.last_cmd_status()))
@@ -418,14 +461,12 @@ class Resctrl(object):
         """
         path = self.path(group, mon_group, 'tasks')
         moved, gone = [], []
+        fd = self._open_for_write(path, '')
         try:
-            fd = os.open(path, os.O_WRONLY)
-        except FileNotFoundError:
-            self._missing(path)
-            raise
-        try:
-            for tid in tids:
-                data = '%d' % int(tid)
+            for tid in map(int, tids):
+                # One id per write: the kernel stops a multi-id write at
+                # the first failure without saying which id failed.
+                data = '%d\n' % tid
                 try:
                     os.write(fd, data.encode())
                 except ProcessLookupError:
@@ -465,7 +506,6 @@ class Resctrl(object):
             names = sorted(os.listdir(base))
         except FileNotFoundError:
             self._missing(base)
-            raise
         for name in names:
             match = _MON_DIR.match(name)
             if not match:
@@ -496,8 +536,11 @@ class Resctrl(object):
         """
         with self._lock:
             if self._lock_depth == 0:
-                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY |
-                             os.O_CLOEXEC)
+                try:
+                    fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY |
+                                 os.O_CLOEXEC)
+                except OSError:
+                    raise exception.ResctrlNotMounted(path=self.root)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                 except Exception:

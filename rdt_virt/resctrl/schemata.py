@@ -27,9 +27,17 @@ resources and some domains (a partial update): the kernel keeps the rest.
 Values are kept as integers: ``{'L3': {0: 0x7ff, 1: 0x7ff}, 'MB': {...}}``.
 """
 
+import re
+
 from rdt_virt import exception
 
 MEMBW_RESOURCES = frozenset(('MB', 'SMBA'))
+
+# What the kernel's parsers accept (kstrtoul with base 16 or 10): no sign,
+# no Python-only digit separators.
+_DOMAIN = re.compile(r'\A[0-9]+\Z')
+_HEX = re.compile(r'\A(0[xX])?[0-9a-fA-F]+\Z')
+_DEC = re.compile(r'\A[0-9]+\Z')
 
 
 def is_cache_resource(name):
@@ -39,7 +47,11 @@ def is_cache_resource(name):
 
 def _parse_value(resource, text, decimal):
     if is_cache_resource(resource) and not decimal:
+        if not _HEX.match(text):
+            raise ValueError(text)
         return int(text, 16)
+    if not _DEC.match(text):
+        raise ValueError(text)
     return int(text, 10)
 
 
@@ -60,6 +72,8 @@ def parse_line(line, decimal=False):
             continue
         dom, eq, val = item.partition('=')
         try:
+            if not _DOMAIN.match(dom.strip()):
+                raise ValueError(dom)
             dom_id = int(dom.strip(), 10)
             value = _parse_value(name, val.strip(), decimal)
         except ValueError:
