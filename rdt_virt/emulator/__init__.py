@@ -34,3 +34,12 @@ Layout:
 The public entry points are :func:`mount`, :class:`ControlClient` and
 :func:`get_profile`; the ``rdt-virt-emulator`` console script wraps them.
 """
+
+from rdt_virt.emulator.control import ControlClient  # noqa: F401
+from rdt_virt.emulator.control import ControlError  # noqa: F401
+from rdt_virt.emulator.launcher import EmulatorError  # noqa: F401
+from rdt_virt.emulator.launcher import EmulatorHandle  # noqa: F401
+from rdt_virt.emulator.launcher import mount  # noqa: F401
+from rdt_virt.emulator.launcher import unmount  # noqa: F401
+from rdt_virt.emulator.profiles import get_profile  # noqa: F401
+from rdt_virt.emulator.profiles import PROFILES  # noqa: F401

@@ -1,0 +1,186 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``rdt-virt-emulator``: mount and drive the emulated resctrl filesystem.
+
+::
+
+    rdt-virt-emulator mount --profile reference [--control SOCK] MOUNTPOINT
+    rdt-virt-emulator mount --foreground ... MOUNTPOINT
+    rdt-virt-emulator umount MOUNTPOINT
+    rdt-virt-emulator profiles
+    rdt-virt-emulator topology --profile reference [--cpus 0-1]
+    rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
+        set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay ...
+
+``mount`` runs in the background by default and prints the pid of the
+process serving the mount once the mount is up.
+"""
+
+import argparse
+import json
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from rdt_virt.emulator import control
+from rdt_virt.emulator import launcher
+from rdt_virt.emulator import profiles
+
+LOG = logging.getLogger(__name__)
+
+_CTL_OPS = ('ping', 'status', 'log', 'truth', 'remount', 'set-counter',
+            'set-rate', 'set-sentinel', 'clear', 'reset', 'set-limbo-delay')
+
+
+def _setup_logging(debug):
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    conf([], project='rdt-virt', default_config_files=[])
+    if debug:
+        conf.set_override('debug', True)
+    logging.setup(conf, 'rdt-virt-emulator')
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='rdt-virt-emulator',
+        description='Emulated Linux resctrl filesystem (FUSE) for hosts '
+                    'without RDT hardware.')
+    parser.add_argument('--debug', action='store_true',
+                        help='log debugging messages')
+    sub = parser.add_subparsers(dest='command', required=True)
+
+    p = sub.add_parser('mount', help='mount the emulated resctrl')
+    p.add_argument('--profile', default='reference',
+                   help='hardware profile (see "profiles")')
+    p.add_argument('--control', metavar='SOCKET',
+                   help='path of the control socket')
+    p.add_argument('--foreground', action='store_true',
+                   help='serve in this process until unmounted')
+    p.add_argument('--legacy-kernel', action='store_true',
+                   help='format and word things as Linux 6.1 does')
+    p.add_argument('--limbo-delay', type=float, metavar='SECONDS',
+                   help='seconds a freed RMID stays busy (default 1)')
+    p.add_argument('--log-file', help='output of the background process')
+    p.add_argument('mountpoint')
+
+    p = sub.add_parser('umount', help='unmount an emulated resctrl')
+    p.add_argument('mountpoint')
+
+    sub.add_parser('profiles', help='list the hardware profiles')
+
+    p = sub.add_parser('topology', help='print the CPU cache sysfs files '
+                                        'a profile presents, as JSON')
+    p.add_argument('--profile', default='reference')
+    p.add_argument('--cpus', help='online CPU list (default: this host)')
+
+    p = sub.add_parser('ctl', help='send a request to a running emulator')
+    p.add_argument('--control', metavar='SOCKET', required=True)
+    p.add_argument('op', choices=sorted(_CTL_OPS))
+    p.add_argument('--group', default='/', help='group path, e.g. g1 or '
+                                                'g1/mon_groups/m1')
+    p.add_argument('--domain', type=int)
+    p.add_argument('--event')
+    p.add_argument('--value', type=int)
+    p.add_argument('--rate', type=float, help='bytes per second')
+    p.add_argument('--sentinel', help='Unavailable, Error, Unassigned or '
+                                      '"none" to stop')
+    p.add_argument('--since', type=int, default=0)
+    p.add_argument('--profile')
+    p.add_argument('--seconds', type=float)
+    return parser
+
+
+def _ctl_args(args):
+    where = {'domain': args.domain, 'event': args.event}
+    sentinel = None if (args.sentinel or '').lower() == 'none' else (
+        args.sentinel)
+    return {
+        'ping': {}, 'status': {}, 'truth': {},
+        'log': {'since': args.since},
+        'remount': {'profile': args.profile},
+        'set-counter': dict(where, group=args.group, value=args.value),
+        'set-rate': dict(where, group=args.group, rate=args.rate),
+        'set-sentinel': dict(where, group=args.group, sentinel=sentinel),
+        'clear': dict(where, group=args.group),
+        'reset': {'group': args.group},
+        'set-limbo-delay': {'seconds': args.seconds},
+    }[args.op]
+
+
+def _mount(args):
+    profile = profiles.get_profile(args.profile)
+    if args.foreground:
+        launcher.check_prerequisites(args.mountpoint)
+        if not args.control:
+            raise launcher.EmulatorError('--foreground needs --control')
+        LOG.info('Serving emulated resctrl (%s) on %s, control socket %s',
+                 profile.name, args.mountpoint, args.control)
+        launcher.serve(args.mountpoint, profile, args.control,
+                       legacy=args.legacy_kernel,
+                       limbo_delay=args.limbo_delay, debug=args.debug)
+        return 0
+    handle = launcher.mount(args.mountpoint, profile, args.control,
+                            legacy=args.legacy_kernel,
+                            limbo_delay=args.limbo_delay,
+                            log_path=args.log_file, debug=args.debug)
+    LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
+             'log %s', profile.name, handle.mountpoint,
+             handle.control_socket, handle.log_path)
+    print(handle.pid)
+    return 0
+
+
+def _topology(args):
+    profile = profiles.get_profile(args.profile)
+    if args.cpus:
+        from rdt_virt.emulator import kparse
+        cpus = kparse.parse_cpulist(args.cpus, 1 << 16)
+        nr_cpu_ids = max(cpus) + 1
+    else:
+        cpus, nr_cpu_ids = launcher.host_cpus()
+    print(json.dumps(profile.sysfs_cache_files(cpus, nr_cpu_ids),
+                     indent=1, sort_keys=True))
+    return 0
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    _setup_logging(args.debug)
+    try:
+        if args.command == 'mount':
+            return _mount(args)
+        if args.command == 'umount':
+            if not launcher.unmount(args.mountpoint):
+                raise launcher.EmulatorError('cannot unmount %s'
+                                             % args.mountpoint)
+            return 0
+        if args.command == 'profiles':
+            for name, prof in sorted(profiles.PROFILES.items()):
+                print('%-11s %s' % (name, prof.description))
+            return 0
+        if args.command == 'topology':
+            return _topology(args)
+        client = control.ControlClient(args.control)
+        result = client.call(args.op.replace('-', '_'), **_ctl_args(args))
+        print(json.dumps(result, indent=1, sort_keys=True))
+        return 0
+    except (launcher.EmulatorError, control.ControlError,
+            profiles.UnknownProfile) as e:
+        print('rdt-virt-emulator: error: %s' % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

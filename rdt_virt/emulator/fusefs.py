@@ -1,0 +1,158 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""mfusepy operations serving a :class:`~rdt_virt.emulator.tree.ResctrlTree`.
+
+The mount uses the options libvirt needs to see a live resctrl (DESIGN.md
+section 8): ``fsname=resctrl,subtype=resctrl`` (``fuse.resctrl`` in
+``/proc/mounts``), ``direct_io`` so every ``read()``/``write()`` reaches us
+and a write is one command as on kernfs, zero attribute and entry timeouts
+so that directories appear and vanish immediately, ``allow_other`` and
+``default_permissions`` so that the kernel checks the 0644/0444 modes.
+
+Locking is left to the kernel: an Operations class without ``flock``/``lock``
+makes FUSE keep ``flock()`` locks locally, which is what libvirt's
+``flock(LOCK_EX)`` on the mount root needs. (mfusepy would also treat an
+attribute called ``lock`` as a handler, so none is defined.)
+
+Reads follow ``seq_file``: the text is produced when a file is read at
+offset 0 and later offsets continue from that text.
+"""
+
+import errno
+import itertools
+import os
+import threading
+
+import mfusepy
+
+from rdt_virt.emulator import kparse
+from rdt_virt.emulator import tree as tree_mod
+
+MOUNT_OPTIONS = {
+    'fsname': 'resctrl',
+    'subtype': 'resctrl',
+    'direct_io': True,
+    'attr_timeout': 0,
+    'entry_timeout': 0,
+    'negative_timeout': 0,
+    'allow_other': True,
+    'default_permissions': True,
+}
+
+
+def _context():
+    uid, gid, pid = mfusepy.fuse_get_context()
+    return tree_mod.Context(uid, gid, pid)
+
+
+def _fuse_errors(func):
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except kparse.KernelError as e:
+            raise mfusepy.FuseOSError(e.errno) from None
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+class ResctrlOperations(mfusepy.Operations):
+    """FUSE callbacks; all semantics live in the tree and the model."""
+
+    use_ns = True
+
+    def __init__(self, tree):
+        self.tree = tree
+        self._fh = itertools.count(1)
+        self._buffers = {}
+        self._buf_lock = threading.Lock()
+
+    @_fuse_errors
+    def getattr(self, path, fh=None):
+        attrs = self.tree.getattr(path)
+        for key in ('st_atime', 'st_mtime', 'st_ctime'):
+            attrs[key] = int(attrs[key] * 1e9)
+        return attrs
+
+    @_fuse_errors
+    def readdir(self, path, fh):
+        return ['.', '..'] + self.tree.readdir(path)
+
+    @_fuse_errors
+    def open(self, path, flags):
+        writing = (flags & os.O_ACCMODE) != os.O_RDONLY
+        self.tree.check_open(path, writing)
+        return next(self._fh)
+
+    @_fuse_errors
+    def read(self, path, size, offset, fh):
+        with self._buf_lock:
+            data = self._buffers.get(fh)
+        if offset == 0 or data is None:
+            data = self.tree.read(path).encode('latin-1')
+            with self._buf_lock:
+                self._buffers[fh] = data
+        return data[offset:offset + size]
+
+    @_fuse_errors
+    def write(self, path, data, offset, fh):
+        return self.tree.write(path, data, _context())
+
+    def release(self, path, fh):
+        with self._buf_lock:
+            self._buffers.pop(fh, None)
+        return 0
+
+    def truncate(self, path, length, fh=None):
+        # O_TRUNC on open; kernfs ignores the size too.
+        return 0
+
+    def utimens(self, path, times=None):
+        return 0
+
+    def flush(self, path, fh):
+        return 0
+
+    @_fuse_errors
+    def mkdir(self, path, mode):
+        self.tree.mkdir(path, mode, _context())
+        return 0
+
+    @_fuse_errors
+    def rmdir(self, path):
+        self.tree.rmdir(path)
+        return 0
+
+    @_fuse_errors
+    def rename(self, old, new):
+        self.tree.rename(old, new)
+        return 0
+
+    def create(self, path, mode, fi=None):
+        # kernfs directories cannot hold new files.
+        raise mfusepy.FuseOSError(errno.EACCES)
+
+    def unlink(self, path):
+        raise mfusepy.FuseOSError(errno.EPERM)
+
+    def statfs(self, path):
+        return {'f_bsize': 4096, 'f_frsize': 4096, 'f_namemax': 255}
+
+
+def serve(tree, mountpoint, foreground=True, debug=False):
+    """Mount *tree* on *mountpoint* and serve until unmounted (blocks).
+
+    libfuse unmounts on SIGTERM, SIGINT and SIGHUP.
+    """
+    mfusepy.FUSE(ResctrlOperations(tree), mountpoint, foreground=foreground,
+                 nothreads=False, debug=debug, **MOUNT_OPTIONS)
