@@ -80,6 +80,7 @@ def domain_xml(name, image, vcpus=1, memory_mib=32, uuid=None,
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <boot dev='hd'/>
+    <bootmenu enable='no'/>
   </os>
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>destroy</on_reboot>

@@ -87,11 +87,15 @@ class Sandbox(object):
         """Shell command that enters the sandbox's mount namespace."""
         return 'nsenter --target %d --mount' % self.pid
 
+    def pids(self):
+        """Pids of every process of the sandbox (also after a crash)."""
+        info = layout.read_ready(self.paths)
+        return layout.namespace_pids(info['mntns'], info['id']) if info else []
+
     def running(self):
         """True if the sandbox's namespace holder is alive and ready."""
         self.info = layout.read_ready(self.paths)
-        return bool(self.info and layout.alive(self.info['pid']) and
-                    layout.mntns(self.info['pid']) == self.info['mntns'])
+        return bool(self.info and self.info['pid'] in self.pids())
 
     def _require_running(self):
         if not self.running():
@@ -149,7 +153,8 @@ class Sandbox(object):
         """Kill whatever is left in the namespace of a previous run."""
         info = layout.read_ready(self.paths)
         if info:
-            layout.terminate(layout.namespace_pids(info.get('mntns')))
+            layout.terminate(
+                layout.namespace_pids(info.get('mntns'), info.get('id')))
             os.unlink(self.paths.ready)
         self.info = None
 

@@ -21,14 +21,19 @@ A sandbox directory holds::
     private/etc/libvirt ... private/run/libvirt   libvirt's private dirs
 
 Every process of a sandbox shares its mount namespace; the namespace's
-inode, recorded in ``ready.json``, finds them all (also after a crash) and
-nothing else.
+inode, recorded in ``ready.json``, finds them all (also after a crash).
+Inode numbers are reused once a namespace is gone, so a process counts only
+if it also sees the sandbox's marker file, which exists on the sandbox's own
+tmpfs and nowhere else.
 """
 
 import json
 import os
 import signal
 import time
+import uuid
+
+MARKER = '/sys/fs/rdt-virt-sandbox'
 
 PRIVATE_DIRS = ('/etc/libvirt', '/var/lib/libvirt', '/var/cache/libvirt',
                 '/var/log/libvirt', '/run/libvirt')
@@ -93,16 +98,34 @@ def mntns(pid='self'):
         return None
 
 
-def namespace_pids(inode, proc='/proc'):
-    """Pids of the processes in the mount namespace ``inode``."""
-    if inode is None or inode == mntns(1):
+def write_marker():
+    """Mark the current namespace as a sandbox's; return the marker id."""
+    ident = str(uuid.uuid4())
+    with open(MARKER, 'w') as f:
+        f.write(ident)
+    return ident
+
+
+def _marked(pid, ident):
+    try:
+        with open('/proc/%s/root%s' % (pid, MARKER)) as f:
+            return f.read() == ident
+    except OSError:
+        return False
+
+
+def namespace_pids(inode, ident):
+    """Pids of the processes of one sandbox.
+
+    :param inode: the sandbox's mount namespace inode.
+    :param ident: the id in its marker file.
+    """
+    if inode is None or inode == mntns(1) or not ident:
         # Never the init namespace: that would be every process.
         return []
-    pids = []
-    for name in os.listdir(proc):
-        if name.isdigit() and mntns(name) == inode:
-            pids.append(int(name))
-    return pids
+    return [int(name) for name in os.listdir('/proc')
+            if name.isdigit() and mntns(name) == inode and
+            _marked(name, ident)]
 
 
 def alive(pid):

@@ -37,8 +37,12 @@ CPU_SYSFS = '/sys/devices/system/cpu'
 RESCTRL = '/sys/fs/resctrl'
 
 # Daemon command lines; the pid files live in the private /run/libvirt.
+# libvirtd keeps its QEMU capability cache only while the host CPUID it
+# reads stays the same, and some hypervisors give each vCPU a different
+# one; pinned, it reads the same every time and the sandbox starts in half
+# a second instead of eight. libvirt gives QEMU all host CPUs regardless.
 VIRTLOGD = ['virtlogd', '--daemon', '--pid-file', '/run/libvirt/virtlogd.pid']
-LIBVIRTD = ['libvirtd', '--daemon', '--pid-file',
+LIBVIRTD = ['taskset', '--cpu-list', '0', 'libvirtd', '--daemon', '--pid-file',
             '/run/libvirt/libvirtd.pid']
 QEMU_CONF = '''
 # Added by rdt-virt-sandbox: /dev/kvm is root-only here and there is no
@@ -46,6 +50,9 @@ QEMU_CONF = '''
 # call.
 user = "root"
 group = "root"
+# Keep QEMU in the sandbox's mount namespace (libvirt gives each QEMU one
+# of its own by default), so stopping the sandbox finds every QEMU.
+namespaces = []
 '''
 
 
@@ -159,7 +166,7 @@ def _pidfile(path):
         return None
 
 
-def teardown(handle):
+def teardown(handle, ident):
     """Stop the guests, the daemons and the emulator."""
     try:
         import libvirt
@@ -180,7 +187,7 @@ def teardown(handle):
     # Anything else in the namespace (a QEMU libvirt lost) but us and the
     # emulator, which must outlive its users.
     keep = {os.getpid(), handle.pid if handle else None}
-    layout.terminate([p for p in layout.namespace_pids(layout.mntns())
+    layout.terminate([p for p in layout.namespace_pids(layout.mntns(), ident)
                       if p not in keep])
     if handle:
         handle.stop()
@@ -198,18 +205,25 @@ def main(argv=None):
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    ident = None
     try:
         mount_sys_fs(paths)
+        ident = layout.write_marker()
         handle = emulator.mount(RESCTRL, profile.name,
                                 control_socket=paths.control,
                                 log_path=paths.log('emulator.log'))
         overlay_cpu_caches(paths, profile)
         private_libvirt(paths)
+        _log('mounts ready')
         start_daemons()
+        _log('daemons started')
+        t0 = time.monotonic()
         warm_up(120)
+        _log('warm-up took %.1fs' % (time.monotonic() - t0))
         layout.write_ready(paths, {
             'pid': os.getpid(),
             'mntns': layout.mntns(),
+            'id': ident,
             'profile': profile.name,
             'emulator_pid': handle.pid,
         })
@@ -218,10 +232,10 @@ def main(argv=None):
             time.sleep(0.2)
     except Exception as e:
         _log('sandbox failed: %s' % e)
-        teardown(handle)
+        teardown(handle, ident)
         return 1
     _log('stopping')
-    teardown(handle)
+    teardown(handle, ident)
     _log('stopped')
     return 0
 
