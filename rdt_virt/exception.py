@@ -141,3 +141,12 @@ class CapacityExhausted(RDTVirtException):
 
 class InvalidXML(RDTVirtException):
     msg_fmt = _("invalid %(what)s XML: %(reason)s")
+
+
+# Configuration --------------------------------------------------------------
+
+class InvalidConfig(RDTVirtException):
+    """An option value this host cannot honour."""
+
+    msg_fmt = _("invalid value %(value)r for option %(option)s on this "
+                "host: %(reason)s")

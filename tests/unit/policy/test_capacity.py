@@ -192,3 +192,33 @@ class TestGroupNames(base.TestCase):
         for bad in ('../../etc', 'vm1', '', 'a/b'):
             self.assertRaises(exception.InvalidGroupName,
                               groups.instance_group, PREFIX, bad)
+
+
+class TestDefaultGroup(base.TestCase):
+
+    def test_reserved_masks(self):
+        from rdt_virt.policy import default_group as dg
+
+        self.assertEqual({}, dg.reserved_schemata(hosts.REFERENCE, 0))
+        self.assertEqual({'L3': {0: 0x3, 1: 0x3}},
+                         dg.reserved_schemata(hosts.REFERENCE, 2))
+        self.assertEqual({'L3CODE': {0: 0x7, 1: 0x7},
+                          'L3DATA': {0: 0x7, 1: 0x7}},
+                         dg.reserved_schemata(hosts.CDP, 3))
+        self.assertEqual({}, dg.reserved_schemata(hosts.MONITORING, 2))
+        exc = self.assertRaises(exception.InvalidConfig,
+                                dg.reserved_schemata, hosts.REFERENCE, 11)
+        self.assertIn('L3 has only 11 ways', str(exc))
+        from rdt_virt.resctrl import info
+        caps = info.HostCapabilities(caches={'L3': hosts._l3(min_bits=2)})
+        exc = self.assertRaises(exception.InvalidConfig,
+                                dg.reserved_schemata, caps, 1)
+        self.assertIn('at least 2 ways', str(exc))
+
+    def test_needs_update(self):
+        from rdt_virt.policy import default_group as dg
+
+        reserved = dg.reserved_schemata(hosts.REFERENCE, 2)
+        self.assertTrue(dg.needs_update(state()[None], reserved))
+        self.assertFalse(dg.needs_update(state(0x3)[None], reserved))
+        self.assertFalse(dg.needs_update(state()[None], {}))
