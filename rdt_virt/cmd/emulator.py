@@ -47,6 +47,8 @@ def _setup_logging(debug):
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
     conf([], project='rdt-virt', default_config_files=[])
+    # stdout carries the command's output (the pid, JSON).
+    conf.set_override('use_stderr', True)
     if debug:
         conf.set_override('debug', True)
     logging.setup(conf, 'rdt-virt-emulator')

@@ -34,9 +34,12 @@ import os
 import threading
 
 import mfusepy
+from oslo_log import log as logging
 
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import tree as tree_mod
+
+LOG = logging.getLogger(__name__)
 
 MOUNT_OPTIONS = {
     'fsname': 'resctrl',
@@ -152,7 +155,14 @@ class ResctrlOperations(mfusepy.Operations):
 def serve(tree, mountpoint, foreground=True, debug=False):
     """Mount *tree* on *mountpoint* and serve until unmounted (blocks).
 
-    libfuse unmounts on SIGTERM, SIGINT and SIGHUP.
+    libfuse unmounts on SIGTERM, SIGINT and SIGHUP; that is a normal stop.
     """
-    mfusepy.FUSE(ResctrlOperations(tree), mountpoint, foreground=foreground,
-                 nothreads=False, debug=debug, **MOUNT_OPTIONS)
+    try:
+        mfusepy.FUSE(ResctrlOperations(tree), mountpoint,
+                     foreground=foreground, nothreads=False, debug=debug,
+                     **MOUNT_OPTIONS)
+    except RuntimeError as e:
+        # fuse_main() returns 8 when a signal ended the loop.
+        if e.args != (8,):
+            raise
+        LOG.info('Stopped by a signal; %s is unmounted', mountpoint)

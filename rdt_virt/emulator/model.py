@@ -283,9 +283,11 @@ class ResctrlModel(object):
 
     # Threads -----------------------------------------------------------------
 
-    def _snapshot(self):
+    def _snapshot(self, max_age=None):
         now = self.clock()
-        if self._snap is None or now - self._snap[0] >= self.snapshot_max_age:
+        if max_age is None:
+            max_age = self.snapshot_max_age
+        if self._snap is None or now - self._snap[0] >= max_age:
             self._snap = (now, self.threads.snapshot())
         return self._snap[1]
 
@@ -318,7 +320,8 @@ class ResctrlModel(object):
 
     def tasks(self, group):
         """Thread ids in *group* (a control group includes its mon groups)."""
-        samples = self._snapshot()
+        # Always fresh: a thread that exited must not be listed.
+        samples = self._snapshot(max_age=0)
         self._observe(samples)
         out = []
         for tid in samples:

@@ -1,0 +1,90 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A real FUSE mount of the emulator for functional tests."""
+
+import ctypes.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import fixtures
+
+from rdt_virt.emulator import launcher
+from tests import base
+
+
+class EmulatorFixture(fixtures.Fixture):
+    """Mount the emulator on a temporary directory; unmount on cleanup."""
+
+    def __init__(self, profile='reference', **kwargs):
+        super().__init__()
+        self.profile = profile
+        self.kwargs = kwargs
+
+    def _setUp(self):
+        self.mountpoint = tempfile.mkdtemp(prefix='resctrl-')
+        self.addCleanup(shutil.rmtree, self.mountpoint, True)
+        self.handle = launcher.mount(self.mountpoint, self.profile,
+                                     **self.kwargs)
+        self.addCleanup(self.handle.stop)
+        self.client = self.handle.client
+
+
+class EmulatorTestCase(base.TestCase):
+    """Tests against a mounted emulator (root, /dev/fuse, libfuse3)."""
+
+    profile = 'reference'
+
+    def setUp(self):
+        super().setUp()
+        self.require(os.geteuid() == 0, 'the FUSE mount needs root')
+        self.require(os.path.exists('/dev/fuse'), '/dev/fuse is missing')
+        self.require(ctypes.util.find_library('fuse3'),
+                     'libfuse3 is not installed')
+        self.require(shutil.which('fusermount3') or shutil.which('umount'),
+                     'fusermount3 is not installed')
+        self.emulator = self.useFixture(EmulatorFixture(self.profile))
+        self.root = self.emulator.mountpoint
+        self.client = self.emulator.client
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def read(self, *parts):
+        with open(self.path(*parts)) as f:
+            return f.read()
+
+    def write(self, rel, data):
+        """One write() system call, as ``echo`` or libvirt would do."""
+        fd = os.open(self.path(rel), os.O_WRONLY | os.O_TRUNC)
+        try:
+            return os.write(fd, data.encode())
+        finally:
+            os.close(fd)
+
+    def assertErrno(self, err, func, *args):
+        e = self.assertRaises(OSError, func, *args)
+        self.assertEqual(err, e.errno, e)
+        return self.read('info', 'last_cmd_status')
+
+    def spawn(self, code, cpu=None):
+        """A Python child process running *code*; killed on cleanup."""
+        if cpu is not None:
+            code = 'import os\nos.sched_setaffinity(0, {%d})\n%s' % (cpu,
+                                                                     code)
+        proc = subprocess.Popen([sys.executable, '-c', code])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        return proc
