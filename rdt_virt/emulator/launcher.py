@@ -120,6 +120,7 @@ class EmulatorHandle(object):
     """A running emulator.
 
     :ivar pid: the process serving the mount.
+    :ivar profile: name of the profile it was mounted with.
     :ivar mountpoint: where it is mounted.
     :ivar control_socket: path of its control socket.
     :ivar client: a :class:`~rdt_virt.emulator.control.ControlClient`.
@@ -127,8 +128,9 @@ class EmulatorHandle(object):
     """
 
     def __init__(self, pid, mountpoint, control_socket, process=None,
-                 log_path=None, tmpdir=None):
+                 log_path=None, tmpdir=None, profile=None):
         self.pid = pid
+        self.profile = profile
         self.mountpoint = mountpoint
         self.control_socket = control_socket
         self.client = control.ControlClient(control_socket)
@@ -213,12 +215,19 @@ def mount(mountpoint, profile='reference', control_socket=None,
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:
         cmd.append('--debug')
+    # The child must import this very rdt_virt, wherever it came from.
+    env = dict(os.environ)
+    top = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    env['PYTHONPATH'] = os.pathsep.join(
+        [top] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
+                 if p])
     with open(log_path, 'ab') as log:
         process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+                                   start_new_session=True, env=env)
     handle = EmulatorHandle(process.pid, mountpoint, control_socket,
-                            process, log_path, tmpdir)
+                            process, log_path, tmpdir, profile.name)
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:

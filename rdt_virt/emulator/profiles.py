@@ -22,9 +22,11 @@ remount, which destroys every group, exactly as on a real host.
 The values follow the parts they name: the reference host is a two-socket
 Xeon Gold 6252 (Cascade Lake: 35.75 MiB of L3 in 11 ways per socket, CBM
 ``7ff`` with the top two ways, ``600``, shared with I/O, 16 L3 CLOSIDs, 8 MBA
-CLOSIDs with a 10% step, one RMID per eight per-core counters = 192); the
-AMD profile is an EPYC with per-CCX 32 MiB L3 in 16 ways, sparse masks, no
-minimum mask, and absolute bandwidth units where 2048 means unlimited.
+CLOSIDs with a 10% step, eight RMIDs per core = 192); the AMD profile is an
+EPYC with 32 MiB of L3 in 16 ways per domain, sparse masks, no minimum mask,
+and absolute bandwidth units where 2048 means unlimited. The counter unit
+(``mon_scale``) and the counter model's rates are plausible values, not
+measurements.
 
 CPU and cache topology
 ----------------------
