@@ -28,7 +28,9 @@ does the file show the error (``Unavailable``, ``Error`` or ``Unassigned``).
 
 The model, evaluated lazily whenever a counter is read or a task moves:
 each thread's CPU time since the last evaluation is charged to the group
-that holds it, on the domain of the CPU it last ran on. A CPU-second moves
+that holds it, on the domain of the CPU it last ran on. A thread of the
+default group running on a CPU given to another group counts there, as the
+CPU's default CLOSID and RMID apply to it. A CPU-second moves
 ``mbm_bytes_per_cpu_second`` bytes, scaled by the group's ``MB`` throttle
 (percent of 100, or AMD units of 2048); with ``mba_MBps`` the group's
 traffic on a domain is capped at its MBps value instead. ``local_fraction``
@@ -84,7 +86,7 @@ class Counters(object):
     :param cpu_domains: ``{cpu: domain_id}`` of the online CPUs.
     :param allowed_bytes: ``f(group, dom) -> bytes`` of L3 the group may
         occupy on the domain.
-    :param throttle: ``f(group, dom) -> (factor, mbps_cap or None)``.
+    :param throttle: ``f(ctrl_group, dom) -> (factor, mbps_cap or None)``.
     """
 
     def __init__(self, profile, domains, cpu_domains, allowed_bytes,
@@ -130,7 +132,8 @@ class Counters(object):
         """Advance to *now*, charging thread CPU time to its group.
 
         :param samples: ``{tid: sample}`` with ``cpu_ns`` and ``cpu``.
-        :param owner: ``f(tid) -> group`` holding the thread's RMID.
+        :param owner: ``f(tid, cpu) -> (rmid group, closid group)``: whose
+            RMID counts the thread and whose CLOSID throttles it there.
         """
         dt = max(0.0, now - self._last)
         self._last = now
@@ -153,10 +156,10 @@ class Counters(object):
             dom = self.cpu_domains.get(sample.cpu)
             if delta <= 0 or dom is None:
                 continue
-            group = owner(tid)
+            group, ctrl = owner(tid, sample.cpu)
             if group not in self._states:
                 continue
-            key = (group, dom)
+            key = (group, ctrl, dom)
             charged[key] = charged.get(key, 0.0) + delta / 1e9
         self._charge(charged, dt)
 
@@ -172,23 +175,22 @@ class Counters(object):
         model = self.profile.counters
         traffic = {}
         caps = {}
-        for (group, dom), cpu_s in charged.items():
-            factor, mbps = self._throttle(group, dom)
-            traffic[(group, dom)] = (
+        for (group, ctrl, dom), cpu_s in charged.items():
+            factor, mbps = self._throttle(ctrl, dom)
+            traffic[(group, ctrl, dom)] = (
                 cpu_s * model.mbm_bytes_per_cpu_second * factor)
             if mbps is not None:
-                ctrl = group.ctrl
                 caps[(ctrl, dom)] = mbps * MIB * dt
             self._states[group].footprint[dom] += (
                 cpu_s * model.occupancy_bytes_per_cpu_second)
-        # The MBps software controller caps the control group as a whole.
+        # The MBps software controller caps the CLOSID as a whole.
         for (ctrl, dom), cap in caps.items():
-            keys = [k for k in traffic if k[0].ctrl is ctrl and k[1] == dom]
+            keys = [k for k in traffic if k[1] is ctrl and k[2] == dom]
             total = sum(traffic[k] for k in keys)
             if total > cap:
                 for k in keys:
                     traffic[k] *= cap / total
-        for (group, dom), nbytes in traffic.items():
+        for (group, _ctrl, dom), nbytes in traffic.items():
             cells = self._states[group].cells
             for event, share in ((TOTAL, 1.0),
                                  (LOCAL, model.local_fraction)):

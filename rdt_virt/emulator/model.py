@@ -316,7 +316,26 @@ class ResctrlModel(object):
         samples = self._snapshot()
         self._observe(samples)
         if self.profile.mon:
-            self.counters.update(self.clock(), samples, self._owner)
+            self.counters.update(self.clock(), samples, self._effective)
+
+    def _effective(self, tid, cpu):
+        """``(RMID group, CLOSID group)`` that *tid* uses on *cpu*.
+
+        A thread keeps its own CLOSID and RMID unless they are the default
+        group's (0), which the CPU's owner overrides: ``cpus`` at work.
+        """
+        group = self._members.get(tid)
+        if group is not None and group.ctrl is not self.root:
+            return group, group.ctrl
+        cpu_ctrl, cpu_rmid = self.root, self.root
+        for ctrl in self.groups.values():
+            if cpu in ctrl.cpus:
+                cpu_ctrl = cpu_rmid = ctrl
+                break
+        for mon in cpu_ctrl.mons.values():
+            if cpu in mon.cpus:
+                cpu_rmid = mon
+        return (group or cpu_rmid), cpu_ctrl
 
     def tasks(self, group):
         """Thread ids in *group* (a control group includes its mon groups)."""

@@ -91,6 +91,26 @@ class ModelTest(CounterTestCase):
         self.busy(100, 10.0, cpu=1)
         self.assertEqual(11 * WAY, self.counter('g1', 1, 'llc_occupancy'))
 
+    def test_default_group_tasks_use_the_cpu_owner(self):
+        # Thread 100 stays in the default group; CPU 1 belongs to g1.
+        self.tree.mkdir('/g2')
+        self.write('/g1/cpus_list', '1')
+        self.write('/g1/schemata', 'MB:1=50\n')
+        self.busy(100, 1.0, cpu=1)
+        self.assertEqual(GIB, self.counter('g1', 1))
+        self.assertEqual(0, self.counter('', 1))
+        self.busy(100, 1.0, cpu=0)
+        self.assertEqual(2 * GIB, self.counter('', 0))
+        # A monitoring group holding the CPU gets the RMID.
+        self.write('/g1/mon_groups/m1/cpus_list', '1')
+        self.busy(100, 0.5, cpu=1)
+        self.assertEqual(units(0.5 * GIB), self.counter('g1/mon_groups/m1',
+                                                        1))
+        # A thread with its own group keeps it on any CPU.
+        self.write('/g2/tasks', '101')
+        self.busy(101, 0.5, cpu=1)
+        self.assertEqual(GIB, self.counter('g2', 1))
+
     def test_new_threads_count_from_zero(self):
         self.write('/g1/tasks', '100')
         self.model.refresh()
