@@ -99,6 +99,9 @@ class ResctrlTree(object):
             return _MON_INFO
         schema = prof.schema(name)
         if schema.is_cache:
+            if self.model.legacy:
+                # sparse_masks appeared in Linux 6.7.
+                return tuple(f for f in _CACHE_INFO if f != 'sparse_masks')
             return _CACHE_INFO
         modes = [r.throttle_mode for r in (prof.mb, prof.smba) if r]
         if any(modes):

@@ -290,6 +290,7 @@ class LegacySchemataTest(fakes.ModelTestCase):
                               '/g1/schemata', 'MB:0=x\n')
         self.assertWriteFails(EINVAL, 'MB value 5 out of range [10,100]\n',
                               '/g1/schemata', 'MB:0=5\n')
+        self.assertNotIn('sparse_masks', self.tree.readdir('/info/L3'))
 
 
 class MonitoringOnlyTest(fakes.ModelTestCase):
