@@ -116,6 +116,7 @@ class _XMLObject(object):
     what = 'libvirt'
 
     def to_element(self):
+        """The object as a new lxml element."""
         raise NotImplementedError()
 
     def to_xml(self, pretty_print=False):
@@ -125,6 +126,11 @@ class _XMLObject(object):
 
     @classmethod
     def from_element(cls, el):
+        """Build the object from an lxml element.
+
+        :raises: InvalidXML when the element is not this one or breaks
+            its rules.
+        """
         raise NotImplementedError()
 
     @classmethod

@@ -390,6 +390,11 @@ class TestErrors(ResctrlTestCase):
                           exception.ResctrlError else status, str(exc))
 
     def test_rmdir_and_rename_errors(self):
+        # A plain directory refuses for real: the group still has files.
+        exc = self.assertRaises(exception.ResctrlError, self.rc.remove_group,
+                                variants.SHARED)
+        self.assertIn(os.strerror(errno.ENOTEMPTY), str(exc))
+        self.assertIn('ok', str(exc))
         self.tree.write('Group busy\n', 'info', 'last_cmd_status')
         with mock.patch.object(fs.os, 'rmdir',
                                side_effect=OSError(errno.EBUSY, 'x')):
