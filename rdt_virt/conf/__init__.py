@@ -18,8 +18,10 @@ Each option group lives in its own module with ``register_opts`` and
 
 from oslo_config import cfg
 
+from rdt_virt.conf import agent
 from rdt_virt.conf import rdt
 
 CONF = cfg.CONF
 
 rdt.register_opts(CONF)
+agent.register_opts(CONF)

@@ -19,6 +19,7 @@ import importlib
 
 _MODULES = (
     'rdt',
+    'agent',
 )
 
 

@@ -1,0 +1,188 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The ``[rdt_agent]`` group: how rdt-virt-agent runs on a compute host.
+
+The agent also reads ``[rdt]`` (resctrl root, group prefix, strategy,
+default group ways, state file), which it shares with nova-compute.
+"""
+
+from oslo_config import cfg
+
+from rdt_virt.i18n import _
+
+agent_group = cfg.OptGroup(
+    'rdt_agent',
+    title=_('rdt-virt-agent options'),
+    help=_('The host agent that keeps instance threads in their resctrl '
+           'groups, owns the shared and monitoring groups and samples the '
+           'monitoring counters.'))
+
+agent_opts = [
+    cfg.StrOpt(
+        'libvirt_uri',
+        default='qemu:///system',
+        help=_("""
+libvirt connection URI of the hypervisor whose domains the agent manages.
+
+Possible values:
+
+* Any libvirt URI, e.g. ``qemu:///system`` or
+  ``qemu:///system?socket=/path/to/libvirt-sock`` for a libvirtd with its
+  own socket (the emulated host of the functional tests).
+""")),
+    cfg.FloatOpt(
+        'tick_interval',
+        default=10.0,
+        min=0.1,
+        help=_("""
+Seconds between two full reconciliations.
+
+A full reconciliation repairs drift that no libvirt event announces: a
+resctrl remount, deleted groups, moved threads, hot-plugged vCPUs. Domain
+start and stop events are handled at once, between ticks. A tick on a
+converged host reads resctrl and /proc and writes nothing.
+""")),
+    cfg.FloatOpt(
+        'sample_interval',
+        default=10.0,
+        min=0.1,
+        help=_("""
+Seconds between two readings of the monitoring counters.
+
+Rates are computed over this interval and published to the state file
+(``[rdt] state_file``) and the Prometheus endpoint after each reading.
+""")),
+    cfg.IntOpt(
+        'rmid_budget',
+        default=-1,
+        min=-1,
+        help=_("""
+Most monitoring groups the agent keeps at once.
+
+Every control group needs an RMID too, and creating one fails without a
+free RMID, so the agent never uses more than ``num_rmids - num_closids``
+RMIDs (less those of other tools' monitoring groups) for monitoring groups.
+When more instances need a monitoring group than the budget allows, the
+agent rotates them (see ``rotation_interval``) and publishes the coverage.
+
+Possible values:
+
+* -1: automatic, the largest budget that leaves room for control groups.
+* 0: never create monitoring groups (instances in a group of their own are
+  still monitored through that group).
+* N > 0: at most N, and never more than the automatic budget.
+""")),
+    cfg.FloatOpt(
+        'rotation_interval',
+        default=60.0,
+        min=1.0,
+        help=_("""
+Seconds between two rotations of the monitoring groups.
+
+Only used when monitored instances outnumber the RMID budget: every
+interval, a quarter of the budget (at least one) is handed from the
+instances monitored longest to those waiting longest. Each newly monitored
+instance needs two counter readings before it has a rate, so this should be
+several times ``sample_interval``.
+
+Related options:
+
+* ``rmid_budget``, ``sample_interval``
+""")),
+    cfg.FloatOpt(
+        'retry_interval',
+        default=30.0,
+        min=0.0,
+        help=_("""
+Seconds to wait before creating a group again after the kernel refused it
+for lack of a CLOSID or RMID (ENOSPC) or because RMIDs were still in limbo
+(EBUSY). These are warnings, never errors that stop the agent.
+""")),
+    cfg.BoolOpt(
+        'place_extra_threads',
+        default=False,
+        help=_("""
+Also place the other threads of each instance's QEMU process (the emulator
+thread, I/O threads, vhost workers) in the instance's control and
+monitoring groups.
+
+libvirt only places vCPU threads. With this option memory bandwidth
+throttling and monitoring cover the whole VM, including its I/O, at the
+cost of a few more task writes when a domain starts. Threads join the
+group of the instance's lowest vCPU.
+""")),
+    cfg.StrOpt(
+        'proc_root',
+        default='/proc',
+        help=_("""
+Where the procfs of the host is mounted. The agent finds QEMU processes and
+their threads (``<proc_root>/<pid>/task/<tid>/comm``) there. Change it only
+for tests.
+""")),
+    cfg.StrOpt(
+        'qemu_pid_dir',
+        default='/run/libvirt/qemu',
+        help=_("""
+Directory where libvirtd writes ``<domain name>.pid`` for each running QEMU
+domain. The agent finds QEMU processes there first and falls back to
+scanning ``proc_root`` for the domain's uuid.
+
+Possible values:
+
+* A directory, e.g. ``/proc/<pid>/root/run/libvirt/qemu`` for a libvirtd
+  running in another mount namespace.
+""")),
+    cfg.FloatOpt(
+        'domain_refresh_interval',
+        default=300.0,
+        min=1.0,
+        help=_("""
+Seconds after which the agent reads a domain's XML again even if libvirt
+announced no change (start, stop, metadata change and device events always
+refresh it at once).
+""")),
+    cfg.FloatOpt(
+        'reconnect_interval',
+        default=5.0,
+        min=0.1,
+        help=_("""
+Seconds between attempts to reconnect to libvirtd after the connection was
+lost (for example when libvirtd restarts).
+""")),
+    cfg.HostAddressOpt(
+        'prometheus_host',
+        default='127.0.0.1',
+        help=_("""
+Address the Prometheus endpoint listens on. The default serves only local
+scrapers; use an address reachable by Prometheus to expose the metrics.
+""")),
+    cfg.PortOpt(
+        'prometheus_port',
+        default=9543,
+        help=_("""
+TCP port of the Prometheus endpoint; 0 disables it.
+
+Related options:
+
+* ``prometheus_host``
+""")),
+]
+
+
+def register_opts(conf):
+    conf.register_group(agent_group)
+    conf.register_opts(agent_opts, group=agent_group)
+
+
+def list_opts():
+    return {agent_group: agent_opts}
