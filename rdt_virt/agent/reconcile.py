@@ -1,0 +1,609 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Reconciliation: (desired instances, actual resctrl) -> actions. Pure.
+
+Who owns what (doc/source/admin/agent.rst has the long version):
+
+* libvirt creates the group of each ``<cachetune>``/``<memorytune>``
+  (``qemu-<id>-<name>-vcpus_<set>``) and places the vCPUs once. The agent
+  puts vCPU threads back when they drift, restores a deleted group with the
+  schemata of the domain XML (carving dedicated ways from the free ones, as
+  libvirt does), and writes the MB line of an allocation whose bandwidth
+  limit libvirt cannot express (MBps, AMD units).
+* The agent owns ``<prefix>mb<N>`` (instances sharing a percentage),
+  ``<prefix>i-<uuid>`` (an instance's own limit when it has no cache
+  allocation) and ``<prefix>m-<uuid>`` (monitoring groups). Its control
+  groups get the default group's cache masks: a new group would otherwise
+  take every way, libvirt's dedicated ones included, and leave libvirt no
+  room to allocate.
+* The default group's L3 masks shrink to ``[rdt] default_group_l3_ways``.
+* An instance whose threads sit in a group that counts only it (a libvirt
+  allocation, its ``i-`` group) is monitored through that group's RMID;
+  the others get a monitoring group under their control group, within the
+  RMID budget (the ``window`` of :mod:`rdt_virt.agent.rotation`).
+* Nothing else is touched: a group is removed only if it has the prefix,
+  no instance needs it and it holds no thread of anyone else; threads of an
+  instance without a policy are taken out of stale agent or libvirt groups
+  but left where another tool put them.
+
+Actions come out in an order that is valid on the kernel: the default
+group first, new control groups, schemata, monitoring group moves, thread
+moves, monitoring group removals (freeing RMIDs), new monitoring groups,
+their threads, and finally unused control groups. A converged host gives
+no action at all.
+"""
+
+import dataclasses
+import re
+import typing
+
+from rdt_virt.agent import model
+from rdt_virt.policy import groups as groups_mod
+from rdt_virt.resctrl import bitmask
+from rdt_virt.resctrl import info
+from rdt_virt.resctrl import schemata as schemata_mod
+
+ROOT = model.ROOT
+# libvirt names allocation groups "<machine name>-<alloc id>", the machine
+# name being "qemu-<domain id>-<sanitised domain name>".
+_LIBVIRT_GROUP = re.compile(r'^qemu-\d+-[A-Za-z0-9._-]+$')
+
+R_DISABLED = 'monitoring disabled'
+R_NO_MON = 'host has no monitoring'
+R_NO_PROCESS = 'QEMU process not found'
+R_SPLIT = 'threads in several control groups'
+R_FOREIGN = 'threads held by group %s of another tool'
+R_ROTATED = 'rotated out (RMID budget)'
+R_PENDING = 'control group not created yet'
+
+
+def is_libvirt_group(name):
+    """True if ``name`` looks like a group libvirt made for a domain."""
+    return bool(name) and bool(_LIBVIRT_GROUP.match(name))
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The configuration the reconciliation depends on."""
+
+    prefix: str = 'rdtvirt-'
+    default_l3_ways: int = 0
+    place_extra: bool = False
+
+
+@dataclasses.dataclass
+class Result:
+    actions: typing.List[typing.Any]
+    placements: typing.Dict[str, model.Placement]
+    warnings: typing.List[str]
+    # A libvirt group is missing and only a full snapshot can restore it.
+    needs_full: bool = False
+
+
+# Values ----------------------------------------------------------------------
+
+def default_masks(caps, ways):
+    """The default group's L3 masks for ``[rdt] default_group_l3_ways``.
+
+    The lowest ``ways`` ways, plus the hardware-shared ones when that keeps
+    the mask valid. ``{}`` when ``ways`` is 0 or cannot be applied.
+    """
+    masks = {}
+    if ways <= 0:
+        return masks
+    for res in caps.caches.values():
+        if res.level != 3 or ways < res.min_cbm_bits or (
+                ways >= res.cbm_width):
+            continue
+        mask = bitmask.low_ways(res.cbm_mask, ways)
+        shared = mask | res.shareable_bits
+        if res.sparse_masks or bitmask.is_contiguous(shared):
+            mask = shared
+        masks[res.name] = {dom: mask for dom in res.domain_ids}
+    return masks
+
+
+def expected_mb(caps, value):
+    """What the kernel shows after ``value`` is written to an MB line."""
+    mb = caps.mb
+    if mb is None or mb.unit != info.UNIT_PERCENT:
+        return value
+    gran = mb.bandwidth_gran or 1
+    value = max(value, mb.min_bandwidth)
+    return min(-(-value // gran) * gran, info.MAX_PERCENT)
+
+
+def _diff(actual, desired):
+    """The partial schemata update that makes ``actual`` ``desired``."""
+    update = {}
+    for res, doms in desired.items():
+        have = (actual or {}).get(res, {})
+        for dom, value in doms.items():
+            if have.get(dom) != value:
+                update.setdefault(res, {})[dom] = value
+    return update
+
+
+def _cache_lines(schemata):
+    return {res: dict(doms) for res, doms in (schemata or {}).items()
+            if schemata_mod.is_cache_resource(res)}
+
+
+def _cache_resources(caps, level, ctype):
+    res = caps.cache(level, ctype)
+    if res is not None:
+        return [res]
+    if ctype == 'both':
+        # Unified request on a CDP host: same ways for code and data.
+        return [r for r in (caps.cache(level, 'code'),
+                            caps.cache(level, 'data')) if r is not None]
+    return []
+
+
+class _NoRoom(Exception):
+    pass
+
+
+def _carve(alloc, caps, used):
+    """Masks for a restored libvirt allocation, from ways nobody uses."""
+    update = {}
+    taken = {}
+    for req in alloc.caches:
+        resources = _cache_resources(caps, req.level, req.type)
+        if not resources:
+            raise _NoRoom('no L%d %s cache resource' % (req.level, req.type))
+        for res in resources:
+            way = res.way_size(req.cache_id)
+            if not way:
+                raise _NoRoom('unknown way size of %s %d' % (
+                    res.name, req.cache_id))
+            ways = max(-(-req.size // way), res.min_cbm_bits)
+            busy = used.get(res.name, {}).get(req.cache_id, 0)
+            busy |= taken.get((res.name, req.cache_id), 0)
+            mask = bitmask.best_fit(busy, res.cbm_mask, ways)
+            if mask is None:
+                raise _NoRoom('no %d free contiguous ways in %s cache %d' % (
+                    ways, res.name, req.cache_id))
+            taken[(res.name, req.cache_id)] = busy | mask
+            update.setdefault(res.name, {})[req.cache_id] = mask
+    for (name, dom), mask in taken.items():
+        used.setdefault(name, {})[dom] = mask
+    return update
+
+
+# Intents ---------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Intent:
+    inst: model.Instance
+    threads: typing.Optional[model.Threads]
+    agent_group: typing.Optional[str]
+    # Desired control group per placed thread.
+    tid_group: typing.Dict[int, typing.Optional[str]]
+    dedicated: typing.FrozenSet[str]
+    mb_value: typing.Optional[int]
+
+
+def _intent(inst, threads, caps, settings):
+    vcpu_group = {}
+    for alloc in inst.allocations:
+        for vcpu in alloc.vcpus:
+            vcpu_group.setdefault(vcpu, alloc.group)
+    agent_group = None
+    mb_value = None
+    bw = inst.bandwidth
+    if bw is not None and caps.mb is not None and bw.group != model.LIBVIRT:
+        mb_value = expected_mb(caps, bw.value) if (
+            bw.unit == info.UNIT_PERCENT) else bw.value
+        if not inst.allocations:
+            if bw.group == model.SHARED and bw.unit == info.UNIT_PERCENT:
+                agent_group = groups_mod.shared_group(settings.prefix,
+                                                      mb_value)
+            else:
+                agent_group = groups_mod.instance_group(settings.prefix,
+                                                        inst.uuid)
+    tid_group = {}
+    if threads is not None:
+        for vcpu, tid in threads.vcpus.items():
+            tid_group[tid] = vcpu_group.get(vcpu, agent_group)
+        if settings.place_extra and threads.vcpus:
+            group = vcpu_group.get(min(threads.vcpus), agent_group)
+            for tid in threads.others:
+                tid_group.setdefault(tid, group)
+    dedicated = {a.group for a in inst.allocations}
+    if agent_group is not None and groups_mod.parse(
+            settings.prefix, agent_group)[0] == 'instance':
+        dedicated.add(agent_group)
+    return _Intent(inst, threads, agent_group, tid_group,
+                   frozenset(dedicated), mb_value)
+
+
+def _intents(instances, threads, caps, settings):
+    return [_intent(inst, threads.get(uuid), caps, settings)
+            for uuid, inst in sorted(instances.items())]
+
+
+def groups_of(inst, caps, settings):
+    """Names of the control groups ``inst`` should be in."""
+    it = _intent(inst, None, caps, settings)
+    names = {a.group for a in inst.allocations}
+    if it.agent_group is not None:
+        names.add(it.agent_group)
+    return names
+
+
+def mon_candidates(instances, threads, caps, settings):
+    """Uuids of the instances that need a monitoring group (an RMID).
+
+    These are the monitored instances whose threads share a control group
+    with others (a shared group or the default group); the rotation picks
+    which of them get one when RMIDs are short.
+    """
+    if caps.monitor is None:
+        return []
+    found = []
+    for it in _intents(instances, threads, caps, settings):
+        if not it.inst.monitor or not it.tid_group:
+            continue
+        wanted = set(it.tid_group.values())
+        if len(wanted) == 1 and not (wanted & it.dedicated):
+            found.append(it.inst.uuid)
+    return found
+
+
+# The plan --------------------------------------------------------------------
+
+class _Planner(object):
+
+    def __init__(self, snapshot, caps, settings, window, blocked):
+        self.snap = snapshot
+        self.caps = caps
+        self.settings = settings
+        self.prefix = settings.prefix
+        self.window = window
+        self.blocked = dict(blocked or {})
+        self.where = snapshot.where()
+        self.warnings = []
+        self.needs_full = False
+        self.creates = []           # CreateGroup + WriteSchemata
+        self.fixes = []
+        self.mon_moves = []
+        self.ctrl_assign = {}       # group -> [tids]
+        self.mon_removes = []
+        self.mon_creates = []
+        self.mon_assign = {}        # (group, mon) -> [tids]
+        self.group_removes = []
+        self.available = set(snapshot.groups)
+        self.uuid_of = {}           # group -> uuid for dedicated groups
+
+    def owns(self, name):
+        return name is not None and name.startswith(self.prefix)
+
+    # Control groups -------------------------------------------------------
+
+    def root(self):
+        root = self.snap.groups[ROOT]
+        desired = default_masks(self.caps, self.settings.default_l3_ways)
+        actions = []
+        if desired and root.schemata is not None:
+            update = _diff(root.schemata, desired)
+            if update:
+                actions.append(model.WriteSchemata(
+                    ROOT, schemata_mod.format(update)))
+        self.effective_root = schemata_mod.merge(root.schemata or {},
+                                                 desired)
+        return actions
+
+    def used_masks(self):
+        used = {}
+        for name, group in self.snap.groups.items():
+            sch = self.effective_root if name is ROOT else group.schemata
+            for res, doms in _cache_lines(sch).items():
+                for dom, mask in doms.items():
+                    used.setdefault(res, {})[dom] = used.get(
+                        res, {}).get(dom, 0) | mask
+        return used
+
+    def ensure_group(self, name, desired, uuid=None):
+        """Create or fix one of the agent's control groups."""
+        group = self.snap.groups.get(name)
+        if group is not None:
+            update = _diff(group.schemata, desired)
+            if update and group.schemata is not None:
+                self.fixes.append(model.WriteSchemata(
+                    name, schemata_mod.format(update)))
+            return
+        if name in self.blocked or name in self.available:
+            return
+        self.available.add(name)
+        self.creates.append(model.CreateGroup(name, uuid=uuid))
+        self.creates.append(model.WriteSchemata(
+            name, schemata_mod.format(desired)))
+
+    def agent_schemata(self, mb_value):
+        desired = _cache_lines(self.effective_root)
+        if mb_value is not None and self.caps.mb is not None:
+            desired['MB'] = {dom: mb_value
+                             for dom in self.caps.mb.domain_ids}
+        return desired
+
+    def alloc_mb(self, it, alloc):
+        if alloc.bandwidth:
+            return {dom: expected_mb(self.caps, v)
+                    for dom, v in alloc.bandwidth.items()}
+        if it.mb_value is not None and self.caps.mb is not None:
+            return {dom: it.mb_value for dom in self.caps.mb.domain_ids}
+        return {}
+
+    def ensure_alloc(self, it, alloc, used):
+        mb = self.alloc_mb(it, alloc)
+        group = self.snap.groups.get(alloc.group)
+        if group is not None:
+            update = _diff(group.schemata, {'MB': mb} if mb else {})
+            if update and group.schemata is not None:
+                self.fixes.append(model.WriteSchemata(
+                    alloc.group, schemata_mod.format(update)))
+            return
+        if alloc.group in self.blocked or alloc.group in self.available:
+            return
+        if not self.snap.complete:
+            self.needs_full = True
+            return
+        try:
+            masks = _carve(alloc, self.caps, used)
+        except _NoRoom as e:
+            self.warnings.append('cannot restore libvirt group %s of %s: %s'
+                                 % (alloc.group, it.inst.uuid, e))
+            return
+        desired = schemata_mod.merge(self.effective_root, masks)
+        if mb:
+            desired = schemata_mod.merge(desired, {'MB': mb})
+        self.available.add(alloc.group)
+        self.creates.append(model.CreateGroup(alloc.group, libvirt=True,
+                                              uuid=it.inst.uuid))
+        self.creates.append(model.WriteSchemata(
+            alloc.group, schemata_mod.format(desired)))
+
+    # Threads --------------------------------------------------------------
+
+    def place_threads(self, it):
+        """Move threads to their control groups; return their final ones."""
+        final = {}
+        allocs = {a.group for a in it.inst.allocations}
+        for tid, group in sorted(it.tid_group.items()):
+            current = self.where.get(tid, (ROOT, None))[0]
+            target = current
+            if group is not ROOT:
+                if group in self.available:
+                    target = group
+            elif current is not ROOT and (
+                    self.owns(current) or (is_libvirt_group(current) and
+                                           current not in allocs)):
+                # A stale agent or libvirt group: back to the default.
+                target = ROOT
+            if target != current:
+                self.ctrl_assign.setdefault(target, []).append(tid)
+                self.where[tid] = (target, None)
+            final[tid] = target
+        return final
+
+    def monitor(self, it, final):
+        """Decide how the instance is monitored; returns a Placement."""
+        uuid = it.inst.uuid
+        groups = set(final.values())
+        group = self._group_of_first_vcpu(it, final)
+        place = dict(uuid=uuid, group=group)
+        if not it.inst.monitor:
+            return model.Placement(reason=R_DISABLED, **place)
+        if self.caps.monitor is None:
+            return model.Placement(reason=R_NO_MON, **place)
+        if not groups:
+            return model.Placement(reason=R_NO_PROCESS, **place)
+        if len(groups) != 1:
+            return model.Placement(reason=R_SPLIT, **place)
+        if group in it.dedicated:
+            return model.Placement(counters=(group, None), **place)
+        if not (group is ROOT or self.owns(group)):
+            return model.Placement(reason=R_FOREIGN % group, **place)
+        wanted = set(it.tid_group.values())
+        if wanted != groups:
+            # Its group is still to be made (or refused by the kernel).
+            missing = (wanted - groups).pop()
+            return model.Placement(
+                reason=self.blocked.get(missing, R_PENDING), **place)
+        mon = groups_mod.mon_group(self.prefix, uuid)
+        place['wants_mon_group'] = True
+        if self.window is not None and uuid not in self.window:
+            return model.Placement(reason=R_ROTATED, **place)
+        if mon in self.blocked:
+            return model.Placement(reason=self.blocked[mon], **place)
+        self.desired_mons[mon] = (group, uuid, frozenset(final))
+        return model.Placement(mon_group=mon, counters=(group, mon),
+                               **place)
+
+    @staticmethod
+    def _group_of_first_vcpu(it, final):
+        if it.threads and it.threads.vcpus:
+            tid = it.threads.vcpus[min(it.threads.vcpus)]
+            return final.get(tid)
+        return None
+
+    # Monitoring groups ----------------------------------------------------
+
+    def existing_mons(self):
+        found = {}
+        for name, group in self.snap.groups.items():
+            for mon in group.mon_names:
+                kind = groups_mod.parse(self.prefix, mon)
+                if kind and kind[0] == 'monitor':
+                    found.setdefault(mon, []).append(name)
+        return found
+
+    def _move_mon(self, mon, old, group):
+        self.mon_moves.append(model.MoveMonGroup(mon, old, group))
+        for tid, loc in list(self.where.items()):
+            if loc == (old, mon):
+                self.where[tid] = (group, mon)
+
+    def premove(self, it):
+        """Move an instance's monitoring group along with it.
+
+        Done before its threads move: renaming the group to the new parent
+        takes its threads there and keeps the counters, where moving the
+        threads first would empty it.
+        """
+        wanted = set(it.tid_group.values())
+        if len(wanted) != 1 or not it.inst.monitor or (
+                self.caps.monitor is None):
+            return
+        group = wanted.pop()
+        if group in it.dedicated or group not in self.available or not (
+                group is ROOT or self.owns(group)):
+            return
+        uuid = it.inst.uuid
+        mon = groups_mod.mon_group(self.prefix, uuid)
+        if (self.window is not None and uuid not in self.window) or (
+                mon in self.blocked):
+            return
+        parents = self.existing.get(mon, [])
+        if parents and group not in parents:
+            old = parents.pop(0)
+            self._move_mon(mon, old, group)
+            parents.append(group)
+
+    def mon_groups(self, managed):
+        existing = self.existing
+        for mon, (group, uuid, tids) in sorted(self.desired_mons.items()):
+            parents = existing.pop(mon, [])
+            if group in parents:
+                parents.remove(group)
+            elif parents:
+                self._move_mon(mon, parents.pop(0), group)
+            else:
+                self.mon_creates.append(model.CreateMonGroup(group, mon,
+                                                             uuid=uuid))
+            for parent in parents:
+                existing.setdefault(mon, []).append(parent)
+            for tid in sorted(tids):
+                loc = self.where.get(tid, (ROOT, None))
+                if loc[0] == group and loc[1] != mon:
+                    self.mon_assign.setdefault((group, mon), []).append(tid)
+                    self.where[tid] = (group, mon)
+        for mon, parents in sorted(existing.items(),
+                                   key=lambda kv: kv[0]):
+            for parent in parents:
+                if not self.snap.complete:
+                    continue
+                tasks = self.snap.groups[parent].mon_groups.get(
+                    mon, frozenset())
+                if tasks - managed:
+                    self.warnings.append(
+                        'keeping monitoring group %s: it holds threads of '
+                        'no managed instance' % mon)
+                    continue
+                self.mon_removes.append(model.RemoveMonGroup(parent, mon))
+                for tid, loc in list(self.where.items()):
+                    if loc == (parent, mon):
+                        self.where[tid] = (parent, None)
+
+    def remove_unused(self, needed, managed):
+        if not self.snap.complete:
+            return
+        for name in sorted(n for n in self.snap.groups if n is not ROOT):
+            kind = groups_mod.parse(self.prefix, name)
+            if not kind or kind[0] not in ('shared', 'instance') or (
+                    name in needed):
+                continue
+            left = {tid for tid, loc in self.where.items()
+                    if loc[0] == name}
+            left |= set(self.snap.groups[name].tasks) - set(self.where)
+            if left - managed:
+                self.warnings.append(
+                    'keeping control group %s: it holds threads of no '
+                    'managed instance' % name)
+                continue
+            self.group_removes.append(model.RemoveGroup(name))
+
+    # Assembly -------------------------------------------------------------
+
+    def actions(self, root_actions):
+        out = list(root_actions) + self.creates + self.fixes
+        out += self.mon_moves
+        for group in sorted(self.ctrl_assign, key=lambda g: (
+                g is not None, g or '')):
+            out.append(model.AssignTasks(group, None,
+                                         tuple(self.ctrl_assign[group])))
+        out += self.mon_removes + self.mon_creates
+        for (group, mon) in sorted(self.mon_assign, key=lambda k: k[1]):
+            out.append(model.AssignTasks(
+                group, mon, tuple(self.mon_assign[(group, mon)]),
+                uuid=groups_mod.parse(self.prefix, mon)[1]))
+        return out + self.group_removes
+
+
+def plan(instances, threads, snapshot, caps, settings, window=None,
+         blocked=None):
+    """Turn desired and actual state into actions.
+
+    :param instances: ``{uuid: Instance}`` of the running domains Nova owns
+        (all of them for a complete snapshot).
+    :param threads: ``{uuid: Threads}``; an instance without an entry has
+        no known QEMU process yet and is left as it is.
+    :param snapshot: a :class:`~rdt_virt.agent.model.Snapshot`.
+    :param caps: the host's HostCapabilities.
+    :param settings: :class:`Settings`.
+    :param window: uuids allowed a monitoring group (None: all).
+    :param blocked: ``{group name: reason}`` of groups not to create now.
+    :returns: a :class:`Result`.
+    """
+    if ROOT not in snapshot.groups:
+        return Result([], {}, ['resctrl is not mounted'])
+    planner = _Planner(snapshot, caps, settings, window, blocked)
+    planner.desired_mons = {}
+    root_actions = planner.root()
+    intents = _intents(instances, threads, caps, settings)
+    managed = set()
+    needed = set()
+    for it in intents:
+        if it.threads is not None:
+            managed |= it.threads.all
+        if it.agent_group is not None:
+            needed.add(it.agent_group)
+    used = planner.used_masks() if snapshot.complete else {}
+    for it in intents:
+        if it.threads is None:
+            continue
+        if it.agent_group is not None:
+            planner.ensure_group(
+                it.agent_group, planner.agent_schemata(it.mb_value),
+                uuid=it.inst.uuid if it.agent_group in it.dedicated
+                else None)
+        for alloc in it.inst.allocations:
+            planner.ensure_alloc(it, alloc, used)
+    planner.existing = planner.existing_mons()
+    placements = {}
+    for it in intents:
+        if it.threads is None:
+            placements[it.inst.uuid] = model.Placement(
+                it.inst.uuid, it.agent_group, reason=R_NO_PROCESS)
+            # Its QEMU is not found (yet): keep its monitoring group.
+            planner.existing.pop(
+                groups_mod.mon_group(settings.prefix, it.inst.uuid), None)
+            continue
+        planner.premove(it)
+        final = planner.place_threads(it)
+        placements[it.inst.uuid] = planner.monitor(it, final)
+    planner.mon_groups(managed)
+    planner.remove_unused(needed, managed)
+    return Result(planner.actions(root_actions), placements,
+                  planner.warnings, planner.needs_full)
