@@ -19,7 +19,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from rdt_virt.emulator import kparse
@@ -166,22 +165,22 @@ class TasksTest(base.EmulatorTestCase):
             "Error while processing task %d\n" % proc.pid,
             self.assertErrno(errno.EINVAL, self.write,
                              'g1/mon_groups/m1/tasks', str(proc.pid)))
-        # A thread of this process, by its thread id.
-        ready, done = threading.Event(), threading.Event()
-        tids = []
-
-        def run():
-            tids.append(threading.get_native_id())
-            ready.set()
-            done.wait(30)
-        thread = threading.Thread(target=run)
-        thread.start()
-        self.addCleanup(thread.join)
-        self.addCleanup(done.set)
-        ready.wait(10)
-        self.write('g1/tasks', str(tids[0]))
-        self.assertEqual('%d\n' % tids[0], self.read('g1', 'tasks'))
-        self.assertIn('%d\n' % os.getpid(), self.read('tasks'))
+        # A thread of another process, by its thread id (in a child: an
+        # eventlet-patched test process would give a green thread's id).
+        child = subprocess.Popen(
+            [sys.executable, '-c', 'import threading, time\n'
+             'def run():\n'
+             '    print(threading.get_native_id(), flush=True)\n'
+             '    time.sleep(30)\n'
+             'threading.Thread(target=run, daemon=True).start()\n'
+             'time.sleep(30)\n'], stdout=subprocess.PIPE)
+        self.addCleanup(child.wait)
+        self.addCleanup(child.kill)
+        tid = int(child.stdout.readline())
+        self.assertNotEqual(child.pid, tid)
+        self.write('g1/tasks', str(tid))
+        self.assertEqual('%d\n' % tid, self.read('g1', 'tasks'))
+        self.assertIn('%d\n' % child.pid, self.read('tasks'))
         # Exited tasks vanish; writing them gives ESRCH.
         proc.kill()
         proc.wait()
@@ -193,7 +192,7 @@ class TasksTest(base.EmulatorTestCase):
                              str(proc.pid)))
         # rmdir gives the tasks back to the root.
         os.rmdir(self.path('g1'))
-        self.assertIn('%d\n' % tids[0], self.read('tasks'))
+        self.assertIn('%d\n' % tid, self.read('tasks'))
 
     def test_cpus(self):
         os.mkdir(self.path('g1'))
