@@ -182,6 +182,10 @@ def main(argv=None):
             profiles.UnknownProfile) as e:
         print('rdt-virt-emulator: error: %s' % e, file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # Output piped into head(1) or the like: not an error.
+        sys.stdout = None
+        return 0
 
 
 if __name__ == '__main__':
