@@ -183,9 +183,8 @@ class ResctrlTree(object):
     def _owner_mode(self, node):
         """``(uid, gid, permission bits, ctime)`` of a node."""
         group = node.group
-        if node.kind in (INFO, INFO_RES) or (
-                node.kind == INFO_FILE and not node.extra):
-            return 0, 0, 0o755 if node.kind != INFO_FILE else 0o444, None
+        if node.kind in (INFO, INFO_RES):
+            return 0, 0, 0o755, None
         if node.kind == INFO_FILE:
             mode = 0o644 if node.name == 'max_threshold_occupancy' else 0o444
             return 0, 0, mode, None
