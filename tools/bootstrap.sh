@@ -1,0 +1,34 @@
+#!/bin/bash
+# Install what rdt-virt's tox targets need on Debian 12 (run as root):
+# python3-venv, the system packages of bindep.txt (libvirt, QEMU, FUSE,
+# build tools) and a small virtualenv with tox and bindep in .tox/bootstrap.
+# Sourced by run-tests.sh and run-scenario.sh; sets $TOX.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "$0: must run as root (it installs packages, mounts the emulated" \
+         "resctrl and starts libvirtd in a private namespace)" >&2
+    exit 2
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' \
+        2>/dev/null; then
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends python3 python3-venv
+fi
+
+boot=.tox/bootstrap
+if [ ! -x "$boot/bin/tox" ] || [ ! -x "$boot/bin/bindep" ]; then
+    python3 -m venv "$boot"
+    "$boot/bin/pip" install -q 'bindep>=2.11' 'tox>=4.11'
+fi
+missing=$("$boot/bin/bindep" -b test || true)
+if [ -n "$missing" ]; then
+    echo "Installing system packages: ${missing//$'\n'/ }"
+    apt-get update -q
+    # shellcheck disable=SC2086  # one package a word
+    apt-get install -y -q --no-install-recommends $missing
+fi
+TOX="$boot/bin/tox"
+export TOX
