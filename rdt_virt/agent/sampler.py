@@ -1,0 +1,180 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Rates from resctrl's cumulative monitoring counters. Pure.
+
+``mbm_total_bytes`` and ``mbm_local_bytes`` only grow while their RMID
+lives. The rate of an instance is the sum over L3 domains of each
+counter's growth divided by the time between the two readings of that
+counter. What can go wrong, and what this module does about it:
+
+* The counter shrinks: the group was re-created, the hardware reset it, or
+  the BMEC configuration changed. The reading becomes the new baseline and
+  that sample has no rate (never a negative or an absurd one).
+* The counter reads ``Unavailable``/``Error``/``Unassigned``: no rate for
+  that sample, with the kernel's word as the reason; the old baseline is
+  kept, so the next good reading gives the average over the gap.
+* The instance's counters moved to another RMID (a new monitoring group, a
+  rotation, a remount): the *source* of the reading changed and every
+  baseline restarts.
+
+``llc_occupancy`` is a gauge: the sum over domains, when every domain has
+a value.
+"""
+
+import dataclasses
+import typing
+
+from rdt_virt.resctrl import info
+
+RATE_EVENTS = (info.MBM_TOTAL_BYTES, info.MBM_LOCAL_BYTES)
+
+R_FIRST = 'first sample'
+R_RESET = 'counter reset'
+R_NO_DATA = 'no monitoring data'
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """Counters of one instance read at one time.
+
+    :param source: identifies the RMID the values come from; any change
+        restarts the baselines.
+    :param time: when they were read (monotonic seconds).
+    :param values: ``{domain_id: {event: MonValue}}``.
+    """
+
+    source: typing.Hashable
+    time: float
+    values: typing.Mapping[int, typing.Mapping[str, typing.Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rates:
+    """An instance's rates; None with ``reason`` when there is no value."""
+
+    mbm_total_bps: typing.Optional[float] = None
+    mbm_local_bps: typing.Optional[float] = None
+    llc_occupancy_bytes: typing.Optional[float] = None
+    reason: typing.Optional[str] = None
+
+    @property
+    def has_values(self):
+        return (self.mbm_total_bps is not None or
+                self.mbm_local_bps is not None or
+                self.llc_occupancy_bytes is not None)
+
+
+class RateTracker(object):
+    """Keeps the baselines of every instance between readings."""
+
+    def __init__(self):
+        # uuid -> (source, {(domain, event): (value, time)})
+        self._base = {}
+
+    def update(self, key, reading):
+        """Feed one reading of instance ``key``; return its :class:`Rates`."""
+        prev = self._base.get(key)
+        if prev is None or prev[0] != reading.source:
+            base = {}
+            self._base[key] = (reading.source, base)
+            restarted = True
+        else:
+            base = prev[1]
+            restarted = False
+        rates = {}
+        reasons = []
+        for event in RATE_EVENTS:
+            rate, reason = self._rate(base, reading, event)
+            rates[event] = rate
+            if reason:
+                reasons.append(reason)
+        occupancy, reason = _gauge(reading, info.LLC_OCCUPANCY)
+        if reason:
+            reasons.append(reason)
+        if restarted and not reasons:
+            reasons.append(R_FIRST)
+        return Rates(
+            mbm_total_bps=rates[info.MBM_TOTAL_BYTES],
+            mbm_local_bps=rates[info.MBM_LOCAL_BYTES],
+            llc_occupancy_bytes=occupancy,
+            reason=_first_reason(reasons))
+
+    @staticmethod
+    def _rate(base, reading, event):
+        total = 0.0
+        reason = None
+        seen = False
+        for dom, values in sorted(reading.values.items()):
+            current = values.get(event)
+            if current is None:
+                continue
+            seen = True
+            old = base.get((dom, event))
+            if current.value is None:
+                # Keep the old baseline: the next good value spans the gap.
+                reason = reason or current.reason or R_NO_DATA
+                continue
+            base[(dom, event)] = (current.value, reading.time)
+            if old is None:
+                reason = reason or R_FIRST
+            elif current.value < old[0]:
+                reason = reason or R_RESET
+            elif reading.time <= old[1]:
+                reason = reason or R_FIRST
+            else:
+                total += (current.value - old[0]) / (reading.time - old[1])
+        if not seen:
+            return None, None
+        if reason:
+            return None, reason
+        return total, None
+
+    def forget(self, keep):
+        """Drop the baselines of every key not in ``keep``."""
+        for key in list(self._base):
+            if key not in keep:
+                del self._base[key]
+
+
+def _gauge(reading, event):
+    total = 0
+    seen = False
+    for values in reading.values.values():
+        current = values.get(event)
+        if current is None:
+            continue
+        seen = True
+        if current.value is None:
+            return None, current.reason or R_NO_DATA
+        total += current.value
+    return (total if seen else None), None
+
+
+def _first_reason(reasons):
+    # A sentinel from the kernel says more than "first sample".
+    for reason in reasons:
+        if reason not in (R_FIRST, R_RESET):
+            return reason
+    return reasons[0] if reasons else None
+
+
+def host_totals(rates):
+    """Sums over the instances that have values: ``{field: value}``."""
+    totals = {'mbm_total_bps': 0.0, 'mbm_local_bps': 0.0,
+              'llc_occupancy_bytes': 0.0}
+    for r in rates:
+        for field in totals:
+            value = getattr(r, field)
+            if value is not None:
+                totals[field] += value
+    return totals
