@@ -1,0 +1,166 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Apply reconciliation actions through the privileged entrypoints.
+
+The executor is thin on purpose: it maps each action to one call of
+:mod:`rdt_virt.privsep.resctrl`, counts the writes, and turns the kernel's
+refusals into outcomes the service understands. Running out of CLOSIDs or
+RMIDs (ENOSPC) and RMIDs still in limbo (EBUSY) are warnings: the group is
+*blocked* for ``[rdt_agent] retry_interval`` and the instance keeps running
+as it is. When an action fails, the later actions that depend on its group
+are skipped rather than failing one by one.
+"""
+
+import dataclasses
+import typing
+
+from oslo_log import log as logging
+
+from rdt_virt.agent import model
+from rdt_virt.privsep import resctrl as priv
+
+LOG = logging.getLogger(__name__)
+
+REASONS = {
+    (model.CreateGroup, priv.E_NOSPACE): 'no free CLOSID or RMID',
+    (model.CreateGroup, priv.E_BUSY): 'RMIDs busy in limbo',
+    (model.CreateMonGroup, priv.E_NOSPACE): 'no free RMID',
+    (model.CreateMonGroup, priv.E_BUSY): 'RMIDs busy in limbo',
+}
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What applying a list of actions did."""
+
+    writes: int = 0
+    # Groups and monitoring groups created: (group, mon_group or None).
+    created: typing.List[tuple] = dataclasses.field(default_factory=list)
+    # Names refused for lack of CLOSIDs/RMIDs: {name: reason}.
+    blocked: typing.Dict[str, str] = dataclasses.field(default_factory=dict)
+    failures: typing.List[tuple] = dataclasses.field(default_factory=list)
+    # Out of RMIDs when creating a monitoring group (lower the budget).
+    rmids_exhausted: bool = False
+    not_mounted: bool = False
+
+
+def _target(action):
+    """(group, mon_group) an action needs to exist, for skipping."""
+    if isinstance(action, (model.WriteSchemata, model.RemoveGroup)):
+        return [(action.group, None)]
+    if isinstance(action, model.AssignTasks):
+        return [(action.group, None), (action.group, action.mon_group)]
+    if isinstance(action, (model.CreateMonGroup, model.RemoveMonGroup)):
+        return [(action.group, None)]
+    if isinstance(action, model.MoveMonGroup):
+        return [(action.new_group, None)]
+    return []
+
+
+class Executor(object):
+    """Applies actions with the privileged API (a module or a fake)."""
+
+    def __init__(self, api=priv):
+        self.api = api
+
+    def _call(self, action):
+        api = self.api
+        if isinstance(action, model.CreateGroup):
+            return api.create_group(action.group), 1
+        if isinstance(action, model.RemoveGroup):
+            return api.remove_group(action.group), 1
+        if isinstance(action, model.WriteSchemata):
+            return api.write_schemata(action.group, action.text), 1
+        if isinstance(action, model.AssignTasks):
+            return (api.assign_tasks(action.group, action.mon_group,
+                                     list(action.tids)), len(action.tids))
+        if isinstance(action, model.CreateMonGroup):
+            return api.create_mon_group(action.group, action.mon_group), 1
+        if isinstance(action, model.RemoveMonGroup):
+            return api.remove_mon_group(action.group, action.mon_group), 1
+        if isinstance(action, model.MoveMonGroup):
+            return api.move_mon_group(action.mon_group, action.group,
+                                      action.new_group), 1
+        raise TypeError('unknown action %r' % (action,))
+
+    def apply(self, actions):
+        """Apply ``actions`` in order; return an :class:`Outcome`."""
+        out = Outcome()
+        broken = set()
+        for action in actions:
+            if any(t in broken for t in _target(action)):
+                LOG.debug('Skipping %s: an earlier step failed', action)
+                continue
+            result, writes = self._call(action)
+            out.writes += writes
+            if result.get('ok'):
+                self._done(action, result, out)
+                continue
+            if result.get('error') == priv.E_EXISTS and isinstance(
+                    action, (model.CreateGroup, model.CreateMonGroup)):
+                # Someone (libvirt, a concurrent event) made it first.
+                continue
+            self._failed(action, result, out, broken)
+        return out
+
+    @staticmethod
+    def _done(action, result, out):
+        if isinstance(action, model.CreateGroup):
+            out.created.append((action.group, None))
+            LOG.info('Created resctrl group %s', action.group)
+        elif isinstance(action, model.CreateMonGroup):
+            out.created.append((action.group, action.mon_group))
+            LOG.info('Created monitoring group %s in %s', action.mon_group,
+                     action.group or 'the default group')
+        elif isinstance(action, model.RemoveGroup):
+            LOG.info('Removed resctrl group %s', action.group)
+        elif isinstance(action, model.RemoveMonGroup):
+            LOG.info('Removed monitoring group %s', action.mon_group)
+        elif isinstance(action, model.MoveMonGroup):
+            LOG.info('Moved monitoring group %s to %s', action.mon_group,
+                     action.new_group or 'the default group')
+        elif isinstance(action, model.WriteSchemata):
+            LOG.info('Wrote schemata of %s: %s',
+                     action.group or 'the default group',
+                     action.text.strip().replace('\n', ' '))
+        elif isinstance(action, model.AssignTasks):
+            if result.get('gone'):
+                LOG.debug('Threads %s exited before they could move',
+                          result['gone'])
+            LOG.debug('Moved threads %s to %s/%s', result.get('moved'),
+                      action.group, action.mon_group)
+
+    @staticmethod
+    def _failed(action, result, out, broken):
+        code, message = result.get('error'), result.get('message')
+        out.failures.append((action, code, message))
+        reason = REASONS.get((type(action), code))
+        if code == priv.E_NOTMOUNTED:
+            out.not_mounted = True
+        if isinstance(action, (model.CreateGroup, model.CreateMonGroup)):
+            name = getattr(action, 'mon_group', None) or action.group
+            if isinstance(action, model.CreateMonGroup):
+                broken.add((action.group, action.mon_group))
+            else:
+                broken.add((action.group, None))
+            if reason:
+                out.blocked[name] = reason
+                if isinstance(action, model.CreateMonGroup) and (
+                        code == priv.E_NOSPACE):
+                    out.rmids_exhausted = True
+                LOG.warning('Cannot create %s now (%s); retrying later: %s',
+                            name, reason, message)
+                return
+        elif isinstance(action, model.MoveMonGroup):
+            broken.add((action.group, action.mon_group))
+        LOG.warning('resctrl refused %s: %s', action, message)

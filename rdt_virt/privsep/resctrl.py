@@ -1,0 +1,254 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Privileged resctrl writes: the only ones rdt-virt-agent makes.
+
+Each entrypoint takes plain values (group names, thread ids, schemata
+text), checks them, and acts on the resctrl filesystem at ``[rdt]
+resctrl_root`` as configured for the daemon, never on a path from the
+caller:
+
+* every name must pass :func:`rdt_virt.resctrl.fs.validate_group_name`
+  (no ``/``, no ``.``/``..``, no reserved name), and the resulting path
+  must resolve below the resctrl root;
+* control groups the agent may create, write or fill are its own (``[rdt]
+  group_prefix``) or libvirt's (``qemu-<id>-<name>``, restored after a
+  remount); it may only remove its own;
+* monitoring groups must be its own; their parent may be any of the above
+  or the default group (``None``);
+* thread ids are positive integers, schemata text must parse.
+
+Bad arguments raise ValueError. The kernel's refusals do not raise: each
+entrypoint returns ``{'ok': bool, 'error': code, 'message': text}`` with a
+code from :data:`ERRORS`, so nothing but plain data crosses the privsep
+channel.
+"""
+
+import os
+
+from oslo_config import cfg
+
+from rdt_virt import exception
+from rdt_virt import privsep
+from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import schemata as schemata_mod
+
+CONF = cfg.CONF
+
+OK = {'ok': True, 'error': None, 'message': None}
+E_NOSPACE = 'nospace'
+E_BUSY = 'busy'
+E_EXISTS = 'exists'
+E_NOTFOUND = 'notfound'
+E_NOTMOUNTED = 'notmounted'
+E_REFUSED = 'refused'
+ERRORS = (E_NOSPACE, E_BUSY, E_EXISTS, E_NOTFOUND, E_NOTMOUNTED, E_REFUSED)
+
+MAX_TIDS = 65536
+MAX_TID = 2 ** 22          # the kernel's largest pid_max
+MAX_SCHEMATA = 8192
+
+
+def _resctrl():
+    return fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+
+
+def _is_libvirt(name):
+    # Late import keeps the privileged daemon's imports small.
+    from rdt_virt.agent import reconcile
+    return reconcile.is_libvirt_group(name)
+
+
+def _name(name):
+    try:
+        fs.validate_group_name(name)
+    except exception.InvalidGroupName as e:
+        raise ValueError(str(e))
+    return name
+
+
+def check_control_group(name, allow_root=False, allow_libvirt=True):
+    """Validate a control group argument; None is the default group."""
+    if name is None:
+        if not allow_root:
+            raise ValueError('the default group is not allowed here')
+        return None
+    _name(name)
+    if name.startswith(CONF.rdt.group_prefix):
+        return name
+    if allow_libvirt and _is_libvirt(name):
+        return name
+    raise ValueError('resctrl group %r is neither rdt-virt\'s (prefix %r) '
+                     'nor a libvirt domain\'s' % (name,
+                                                  CONF.rdt.group_prefix))
+
+
+def check_mon_group(name):
+    """Validate a monitoring group argument: one of rdt-virt's."""
+    _name(name)
+    if not name.startswith(CONF.rdt.group_prefix):
+        raise ValueError('monitoring group %r is not rdt-virt\'s (prefix '
+                         '%r)' % (name, CONF.rdt.group_prefix))
+    return name
+
+
+def check_tids(tids):
+    """Validate a list of thread ids; returns them as a list of ints."""
+    if not isinstance(tids, (list, tuple)) or len(tids) > MAX_TIDS:
+        raise ValueError('thread ids must be a list of at most %d' %
+                         MAX_TIDS)
+    out = []
+    for tid in tids:
+        if isinstance(tid, bool) or not isinstance(tid, int) or not (
+                0 < tid <= MAX_TID):
+            raise ValueError('invalid thread id %r' % (tid,))
+        out.append(tid)
+    return out
+
+
+def check_schemata(text):
+    """Validate schemata text: it must parse and stay small."""
+    if not isinstance(text, str) or not text.strip() or (
+            len(text) > MAX_SCHEMATA):
+        raise ValueError('schemata must be non-empty text of at most %d '
+                         'characters' % MAX_SCHEMATA)
+    try:
+        parsed = schemata_mod.parse(text)
+    except exception.InvalidSchemata as e:
+        raise ValueError(str(e))
+    for res in parsed:
+        if not res.isalnum() or not res.isupper():
+            raise ValueError('invalid resource name %r' % res)
+    return text
+
+
+def check_path(rc, path):
+    """Raise ValueError unless ``path`` resolves below the resctrl root."""
+    root = os.path.realpath(rc.root)
+    real = os.path.realpath(path)
+    if real != root and not real.startswith(root + os.sep):
+        raise ValueError('%s is outside the resctrl root %s'
+                         % (path, rc.root))
+    return path
+
+
+def _failure(e):
+    if isinstance(e, exception.NoSpace):
+        code = E_NOSPACE
+    elif isinstance(e, exception.RMIDBusy):
+        code = E_BUSY
+    elif isinstance(e, exception.GroupExists):
+        code = E_EXISTS
+    elif isinstance(e, exception.ResctrlNotMounted):
+        code = E_NOTMOUNTED
+    elif isinstance(e, exception.GroupNotFound):
+        code = E_NOTFOUND
+    else:
+        code = E_REFUSED
+    return {'ok': False, 'error': code, 'message': str(e)}
+
+
+def _run(func, *args):
+    try:
+        func(*args)
+    except (exception.ResctrlError, OSError) as e:
+        if isinstance(e, FileNotFoundError):
+            return {'ok': False, 'error': E_NOTFOUND, 'message': str(e)}
+        if isinstance(e, OSError):
+            return {'ok': False, 'error': E_REFUSED, 'message': str(e)}
+        return _failure(e)
+    return dict(OK)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def create_group(name):
+    """mkdir control group ``name`` (rdt-virt's or libvirt's)."""
+    check_control_group(name)
+    rc = _resctrl()
+    check_path(rc, os.path.dirname(rc.path(name)))
+    return _run(rc.create_group, name, True)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def remove_group(name):
+    """rmdir control group ``name``; only rdt-virt's own."""
+    check_control_group(name, allow_libvirt=False)
+    rc = _resctrl()
+    check_path(rc, rc.path(name))
+    return _run(rc.remove_group, name)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def create_mon_group(group, name):
+    """mkdir monitoring group ``name`` under control group ``group``."""
+    check_control_group(group, allow_root=True)
+    check_mon_group(name)
+    rc = _resctrl()
+    check_path(rc, rc.path(group))
+    return _run(rc.create_mon_group, name, group, True)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def remove_mon_group(group, name):
+    """rmdir monitoring group ``name`` of ``group``."""
+    check_control_group(group, allow_root=True)
+    check_mon_group(name)
+    rc = _resctrl()
+    check_path(rc, rc.path(group, name))
+    return _run(rc.remove_mon_group, name, group, True)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def move_mon_group(name, group, new_group):
+    """Rename monitoring group ``name`` from ``group`` to ``new_group``."""
+    check_mon_group(name)
+    check_control_group(group, allow_root=True)
+    check_control_group(new_group, allow_root=True)
+    rc = _resctrl()
+    check_path(rc, rc.path(group, name))
+    check_path(rc, rc.path(new_group))
+    return _run(rc.move_mon_group, name, group, new_group, True)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def write_schemata(group, text):
+    """Write (partial) schemata ``text`` to ``group`` (None: default)."""
+    check_control_group(group, allow_root=True)
+    check_schemata(text)
+    rc = _resctrl()
+    check_path(rc, rc.path(group, None, 'schemata'))
+    return _run(rc.write_schemata, group, text)
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def assign_tasks(group, mon_group, tids):
+    """Move threads into a control group or one of its monitoring groups.
+
+    :returns: the usual result plus ``moved`` and ``gone`` (threads that
+        had exited) lists; on a refusal, the threads before the refused
+        one have moved.
+    """
+    check_control_group(group, allow_root=True)
+    if mon_group is not None:
+        check_mon_group(mon_group)
+    tids = check_tids(tids)
+    rc = _resctrl()
+    check_path(rc, rc.path(group, mon_group, 'tasks'))
+    moved, gone = [], []
+    try:
+        moved, gone = rc.add_tasks(tids, group, mon_group)
+    except (exception.ResctrlError, OSError) as e:
+        result = (_failure(e) if isinstance(e, exception.ResctrlError)
+                  else {'ok': False, 'error': E_REFUSED, 'message': str(e)})
+        result.update(moved=[], gone=[])
+        return result
+    return dict(OK, moved=list(moved), gone=list(gone))
