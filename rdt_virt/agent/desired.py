@@ -1,0 +1,198 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A running domain's XML -> the :class:`~rdt_virt.agent.model.Instance`
+the agent must keep in place.
+
+:class:`rdt_virt.libvirt.domain.DomainRDT` reads the parts libvirt and
+rdt-virt define: Nova's ownership (``<nova:instance>``; other domains are
+not the agent's business), ``<cachetune>``/``<memorytune>`` and rdt-virt's
+``<rdtvirt:rdt>`` metadata element. This module adds what the agent needs
+on top:
+
+* libvirt's resctrl group of each allocation. libvirt makes one group per
+  allocation ``id`` (the live XML carries it, e.g. ``vcpus_0-3``) named
+  ``<machine name>-<id>``, the machine name being ``qemu-<domain id>-<domain
+  name>`` with the name cut down to host name characters as libvirt's
+  ``virDomainDriverGenerateMachineName`` does. Monitor-only ``<cachetune>``
+  elements are libvirt's own monitoring groups, not allocations.
+* who applies the bandwidth limit: ``libvirt`` (a ``<memorytune>``),
+  ``shared`` (the agent's group of that percentage) or ``instance`` (the
+  agent writes the value into the instance's own group).
+* the Nova driver's ``<rdt:instance>`` element (``<rdt:policy>``,
+  ``<rdt:plan monitor>``, ``<rdt:mem_bw owner unit value requested>``), the
+  same facts in the form ``nova_plugin.virt.xml`` writes them, read when
+  the domain has no ``<rdtvirt:rdt>`` element.
+"""
+
+from lxml import etree
+
+from rdt_virt.agent import model
+from rdt_virt import exception
+from rdt_virt.libvirt import config
+from rdt_virt.libvirt import domain as domain_mod
+from rdt_virt.resctrl import fs
+
+RDT_NS = config.NAMESPACE
+
+_HOSTNAME_CHARS = frozenset('abcdefghijklmnopqrstuvwxyz'
+                            'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-')
+_OWNERS = {'shared': model.SHARED, 'instance': model.INSTANCE,
+           'libvirt': model.LIBVIRT}
+
+
+def machine_name(domain_id, name):
+    """libvirt's machine name of a QEMU domain: ``qemu-<id>-<name>``.
+
+    Keeps host name characters, collapses runs of ``.``/``-`` and stops at
+    64 characters, as libvirt's ``virDomainMachineNameAppendValid`` does.
+    """
+    out = 'qemu-%d-' % domain_id
+    skip = True
+    for char in name:
+        if len(out) >= 64:
+            break
+        if char in '.-':
+            if not skip:
+                out += char
+                skip = True
+            continue
+        if char not in _HOSTNAME_CHARS:
+            continue
+        out += char
+        skip = False
+    return out.rstrip('-.')
+
+
+def _alloc_id(tune):
+    return tune.id or 'vcpus_%s' % config.format_vcpus(tune.vcpus)
+
+
+def allocations(dom, machine):
+    """The libvirt allocations (one resctrl group each) of a domain."""
+    by_id = {}
+
+    def entry(tune):
+        return by_id.setdefault(_alloc_id(tune), {
+            'vcpus': tune.vcpus, 'caches': [], 'bandwidth': {},
+            'monitor': False})
+
+    for tune in dom.cachetunes:
+        found = entry(tune)
+        found['caches'] += [model.CacheRequest(c.level, c.type, c.id,
+                                               c.size) for c in tune.caches]
+        found['monitor'] |= any(m.vcpus == tune.vcpus
+                                for m in tune.monitors)
+    for tune in dom.memorytunes:
+        found = entry(tune)
+        found['bandwidth'].update(tune.bandwidths)
+        found['monitor'] |= any(m.vcpus == tune.vcpus
+                                for m in tune.monitors)
+    out = []
+    for alloc_id, found in sorted(by_id.items()):
+        if not found['caches'] and not found['bandwidth']:
+            continue
+        group = '%s-%s' % (machine, alloc_id)
+        fs.validate_group_name(group)
+        out.append(model.Allocation(
+            group=group, vcpus=found['vcpus'],
+            caches=tuple(found['caches']), bandwidth=found['bandwidth'],
+            monitor=found['monitor']))
+    return tuple(out)
+
+
+def _flag(value, default):
+    if value is None:
+        return default
+    return value.lower() in ('true', 'yes', '1', 'on')
+
+
+def _int_or(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _q(tag):
+    return '{%s}%s' % (RDT_NS, tag)
+
+
+def _bandwidth(unit, value, requested, owner):
+    return model.BandwidthPolicy(
+        unit=unit, value=int(value),
+        requested=int(value if requested is None else requested),
+        group=_OWNERS[owner or 'instance'])
+
+
+def _from_rdtvirt(meta, default_monitor):
+    bandwidth = policy = None
+    if meta.membw is not None:
+        bw = meta.membw
+        bandwidth = _bandwidth(bw.unit, bw.value, bw.requested, bw.group)
+        key = 'mem_bw' if bw.unit == 'percent' else 'mem_bw_mbps'
+        policy = {key: bandwidth.requested}
+    monitor = default_monitor if meta.monitor is None else meta.monitor
+    return policy or {}, bandwidth, monitor
+
+
+def _from_driver(metadata, default_monitor):
+    elem = metadata.find(_q('instance')) if metadata is not None else None
+    if elem is None:
+        return {}, None, default_monitor
+    policy, bandwidth, monitor = {}, None, default_monitor
+    node = elem.find(_q('policy'))
+    if node is not None:
+        policy = {k: _int_or(v) for k, v in node.attrib.items()}
+    plan = elem.find(_q('plan'))
+    if plan is not None:
+        monitor = _flag(plan.get('monitor'), default_monitor)
+        mem_bw = plan.find(_q('mem_bw'))
+        if mem_bw is not None:
+            bandwidth = _bandwidth(mem_bw.get('unit'), mem_bw.get('value'),
+                                   mem_bw.get('requested'),
+                                   mem_bw.get('owner'))
+    return policy, bandwidth, monitor
+
+
+def parse(xml, default_monitor=True):
+    """The :class:`~rdt_virt.agent.model.Instance` of a running domain.
+
+    :param xml: the live domain XML (``virDomainGetXMLDesc``).
+    :param default_monitor: ``[rdt] monitoring``, for instances whose
+        flavor has no RDT extra spec (no rdt-virt metadata).
+    :returns: the Instance, or None for a domain Nova does not own or one
+        that is not running.
+    :raises: InvalidXML when the RDT parts cannot be understood.
+    """
+    try:
+        root = config.parse_xml(xml, 'domain')
+        dom = domain_mod.DomainRDT.from_element(root)
+        if not dom.nova_owned:
+            return None
+        domain_id = int(root.get('id', '-1'))
+        if domain_id < 0:
+            return None
+        allocs = allocations(dom, machine_name(domain_id, dom.name))
+        if dom.metadata is not None:
+            policy, bandwidth, monitor = _from_rdtvirt(dom.metadata,
+                                                       default_monitor)
+        else:
+            policy, bandwidth, monitor = _from_driver(
+                root.find('metadata'), default_monitor)
+    except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
+            ValueError, exception.InvalidGroupName) as e:
+        raise exception.InvalidXML(what='domain', reason=e)
+    return model.Instance(uuid=dom.uuid.lower(), name=dom.name,
+                          domain_id=domain_id, allocations=allocs,
+                          bandwidth=bandwidth, monitor=monitor,
+                          policy=policy)

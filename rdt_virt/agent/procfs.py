@@ -1,0 +1,170 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""QEMU processes and their threads, from procfs.
+
+libvirt starts QEMU with ``-name guest=<name>,debug-threads=on``, so each
+vCPU thread is named ``CPU <n>/KVM`` in ``/proc/<pid>/task/<tid>/comm``;
+the other threads are the main (emulator) thread, I/O threads, worker
+threads and, from Linux 6.4, vhost workers. A domain's QEMU process is
+found through libvirt's pid file (``<qemu_pid_dir>/<name>.pid``) and
+checked against the ``-uuid`` on its command line; without a usable pid
+file, ``/proc`` is scanned for that uuid. Both roots are configurable so
+the tests can hand in a fake tree, and so can a libvirtd that runs in
+another mount namespace.
+
+The thread names of a process never change once read, so they are cached
+per process and only new thread ids cost a read.
+"""
+
+import os
+import re
+
+from rdt_virt.agent import model
+
+_VCPU = re.compile(r'^CPU (\d+)/KVM$')
+_VHOST = re.compile(r'^vhost-(\d+)$')
+
+
+def _read(path, binary=False):
+    try:
+        with open(path, 'rb' if binary else 'r') as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError,
+            PermissionError):
+        return None
+
+
+class ProcFS(object):
+    """Finds QEMU processes and classifies their threads.
+
+    :param proc_root: the procfs mount (``[rdt_agent] proc_root``).
+    :param pid_dir: libvirt's QEMU pid file directory, or None.
+    """
+
+    def __init__(self, proc_root='/proc', pid_dir=None):
+        self.proc_root = proc_root
+        self.pid_dir = pid_dir
+        self._pids = {}         # uuid -> pid
+        self._names = {}        # pid -> {tid: vcpu index or None}
+
+    def _matches(self, pid, uuid):
+        cmdline = _read(os.path.join(self.proc_root, str(pid), 'cmdline'),
+                        binary=True)
+        if not cmdline:
+            return False
+        args = cmdline.split(b'\0')
+        try:
+            return args[args.index(b'-uuid') + 1].decode().lower() == (
+                uuid.lower())
+        except (ValueError, IndexError):
+            return False
+
+    def find_pid(self, uuid, name=None):
+        """The pid of the QEMU process of domain ``uuid``, or None."""
+        pid = self._pids.get(uuid)
+        if pid is not None and os.path.isdir(
+                os.path.join(self.proc_root, str(pid), 'task')):
+            return pid
+        self._pids.pop(uuid, None)
+        pid = None
+        if self.pid_dir and name and '/' not in name:
+            text = _read(os.path.join(self.pid_dir, name + '.pid'))
+            if text and text.strip().isdigit() and self._matches(
+                    int(text.strip()), uuid):
+                pid = int(text.strip())
+        if pid is None:
+            pid = self._scan(uuid)
+        if pid is not None:
+            self._pids[uuid] = pid
+        return pid
+
+    def _scan(self, uuid):
+        try:
+            entries = os.listdir(self.proc_root)
+        except OSError:
+            return None
+        for entry in entries:
+            if entry.isdigit() and self._matches(int(entry), uuid):
+                return int(entry)
+        return None
+
+    def forget(self, uuid):
+        """Drop what is cached about a domain (it stopped or restarted)."""
+        pid = self._pids.pop(uuid, None)
+        if pid is not None:
+            self._names.pop(pid, None)
+
+    def threads(self, pid):
+        """The :class:`~rdt_virt.agent.model.Threads` of ``pid``.
+
+        None when the process is gone.
+        """
+        task_dir = os.path.join(self.proc_root, str(pid), 'task')
+        try:
+            tids = [int(t) for t in os.listdir(task_dir) if t.isdigit()]
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            self._names.pop(pid, None)
+            return None
+        known = self._names.setdefault(pid, {})
+        live = set(tids)
+        for tid in list(known):
+            if tid not in live:
+                del known[tid]
+        for tid in tids:
+            if tid in known:
+                continue
+            comm = _read(os.path.join(task_dir, str(tid), 'comm'))
+            if comm is None:
+                continue
+            match = _VCPU.match(comm.strip())
+            known[tid] = int(match.group(1)) if match else None
+        vcpus = {}
+        others = []
+        for tid, vcpu in known.items():
+            if vcpu is None:
+                others.append(tid)
+            else:
+                vcpus[vcpu] = tid
+        return model.Threads(pid=pid, vcpus=vcpus, others=tuple(sorted(
+            others)))
+
+    def vhost_threads(self):
+        """``{qemu pid: [tid, ...]}`` of vhost kernel threads.
+
+        Before Linux 6.4 vhost workers are kernel threads named
+        ``vhost-<owner pid>`` outside the QEMU process; this scans
+        ``/proc`` for them, so it runs only when extra threads are placed.
+        """
+        found = {}
+        try:
+            entries = os.listdir(self.proc_root)
+        except OSError:
+            return found
+        for entry in entries:
+            if not entry.isdigit():
+                continue
+            comm = _read(os.path.join(self.proc_root, entry, 'comm'))
+            match = _VHOST.match(comm.strip()) if comm else None
+            if match:
+                found.setdefault(int(match.group(1)), []).append(int(entry))
+        return found
+
+    def instance_threads(self, uuid, name=None):
+        """Find the QEMU process of ``uuid`` and return its Threads."""
+        pid = self.find_pid(uuid, name)
+        if pid is None:
+            return None
+        found = self.threads(pid)
+        if found is None:
+            self.forget(uuid)
+        return found

@@ -1,0 +1,139 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Domain XML -> the agent's Instance."""
+
+import os
+
+from rdt_virt.agent import desired
+from rdt_virt.agent import model
+from rdt_virt import exception
+from tests import base
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures',
+                        'libvirt')
+NOVA = ('<nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/'
+        '1.1"><nova:name>vm</nova:name></nova:instance>')
+DRIVER_META = '''<rdt:instance xmlns:rdt="http://openstack.org/xmlns/libvirt/\
+rdt-virt/1.0" version="1">
+  <rdt:policy mem_bw_mbps="800" monitor="true"/>
+  <rdt:plan strategy="shared" monitor="true">
+    <rdt:mem_bw owner="instance" unit="MBps" value="800" requested="800"
+                nodes="0,1"/>
+  </rdt:plan>
+</rdt:instance>'''
+
+
+def domain(cputune='', metadata=NOVA, dom_id=7, name='instance-00000007'):
+    return '''<domain type='kvm' id='%d'>
+  <name>%s</name>
+  <uuid>AAAAAAAA-0000-4000-8000-000000000007</uuid>
+  <metadata>%s</metadata>
+  <vcpu placement='static'>4</vcpu>
+  <cputune>%s</cputune>
+</domain>''' % (dom_id, name, metadata, cputune)
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return f.read()
+
+
+class TestMachineName(base.TestCase):
+
+    def test_like_libvirt(self):
+        self.assertEqual('qemu-3-instance-00000003',
+                         desired.machine_name(3, 'instance-00000003'))
+        self.assertEqual('qemu-1-a.b-c',
+                         desired.machine_name(1, '-a..b--c.-'))
+        # Only host name characters survive.
+        self.assertEqual('qemu-1-vm1', desired.machine_name(1, 'vm_1'))
+        self.assertEqual('qemu-2-ab', desired.machine_name(2, 'a b'))
+        self.assertLessEqual(len(desired.machine_name(1, 'x' * 200)), 64)
+
+
+class TestParse(base.TestCase):
+
+    def test_fixture_with_cachetune_memorytune(self):
+        inst = desired.parse(fixture('domain-nova-rdt.xml'))
+        self.assertEqual('1d7a0f6e-3b52-4c1a-9a57-0f1e2d3c4b5a', inst.uuid)
+        alloc, = inst.allocations
+        self.assertEqual('qemu-1-instance-00000001-vcpus_0-3', alloc.group)
+        self.assertEqual(frozenset(range(4)), alloc.vcpus)
+        self.assertEqual({0: 20, 1: 20}, alloc.bandwidth)
+        self.assertEqual(6656 * 1024, alloc.caches[0].size)
+        self.assertTrue(alloc.monitor)
+
+    def test_fixture_shared(self):
+        inst = desired.parse(fixture('domain-nova-shared.xml'))
+        self.assertEqual(model.BandwidthPolicy('percent', 10, 10,
+                                               model.SHARED),
+                         inst.bandwidth)
+        self.assertTrue(inst.monitor)
+        self.assertEqual((), inst.allocations)
+
+    def test_not_novas(self):
+        self.assertIsNone(desired.parse(fixture('domain-plain.xml')))
+        self.assertIsNone(desired.parse(domain(metadata='')))
+
+    def test_not_running(self):
+        self.assertIsNone(desired.parse(domain(dom_id=-1)))
+
+    def test_monitor_only_cachetune_is_libvirts(self):
+        inst = desired.parse(domain(
+            "<cachetune vcpus='2' id='vcpus_2'><monitor level='3' "
+            "vcpus='2'/></cachetune>"))
+        self.assertEqual((), inst.allocations)
+
+    def test_allocation_id_without_live_id(self):
+        inst = desired.parse(domain(
+            "<memorytune vcpus='0-1'><node id='0' bandwidth='30'/>"
+            "</memorytune>"))
+        self.assertEqual('qemu-7-instance-00000007-vcpus_0-1',
+                         inst.allocations[0].group)
+        self.assertFalse(inst.allocations[0].monitor)
+
+    def test_cachetune_and_memorytune_share_a_group(self):
+        inst = desired.parse(domain(
+            "<cachetune vcpus='0-3' id='vcpus_0-3'><cache id='0' level='3' "
+            "type='both' size='3' unit='MiB'/></cachetune><memorytune "
+            "vcpus='0-3' id='vcpus_0-3'><node id='0' bandwidth='50'/>"
+            "<monitor vcpus='0-3'/></memorytune>"))
+        alloc, = inst.allocations
+        self.assertEqual({0: 50}, alloc.bandwidth)
+        self.assertEqual(3 * 1024 * 1024, alloc.caches[0].size)
+        self.assertTrue(alloc.monitor)
+
+    def test_driver_metadata(self):
+        inst = desired.parse(domain(metadata=NOVA + DRIVER_META))
+        self.assertEqual(model.BandwidthPolicy('MBps', 800, 800,
+                                               model.INSTANCE),
+                         inst.bandwidth)
+        self.assertEqual({'mem_bw_mbps': 800, 'monitor': 'true'},
+                         inst.policy)
+        self.assertTrue(inst.monitor)
+
+    def test_driver_metadata_monitoring_off(self):
+        meta = DRIVER_META.replace('strategy="shared" monitor="true"',
+                                   'strategy="shared" monitor="false"')
+        self.assertFalse(desired.parse(domain(metadata=NOVA + meta)).monitor)
+
+    def test_default_monitoring(self):
+        self.assertTrue(desired.parse(domain()).monitor)
+        self.assertFalse(desired.parse(domain(), default_monitor=False)
+                         .monitor)
+
+    def test_garbage(self):
+        self.assertRaises(exception.InvalidXML, desired.parse, '<domain')
+        self.assertRaises(exception.InvalidXML, desired.parse, domain(
+            "<memorytune vcpus='0'><node id='x' bandwidth='1'/>"
+            "</memorytune>"))
