@@ -1,0 +1,91 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Build the host state document (:mod:`rdt_virt.agent.state`). Pure.
+
+On top of the fields the state module documents, the agent adds (readers
+must ignore what they do not know):
+
+* ``host.closids_total`` / ``host.closids_used`` / ``host.mon_budget``;
+* ``host.rotating``: monitored instances outnumber the RMID budget and
+  monitoring groups are being multiplexed;
+* ``host.mon_coverage``: share of the instances needing a monitoring
+  group that have one now (``coverage`` is the share of monitored
+  instances with values in this sample);
+* per instance, ``domain`` (libvirt name) and ``counters`` (the group whose
+  RMID counts it).
+"""
+
+from rdt_virt.agent import sampler
+
+
+def _round(value):
+    return None if value is None else round(value, 3)
+
+
+def build(time, interval, instances, placements, rates, rotation=None,
+          rmids_total=0, rmids_used=0, closids_total=0, closids_used=0,
+          mon_budget=0):
+    """The state document for one sample.
+
+    :param time: wall-clock time of the sample (epoch seconds).
+    :param interval: seconds the rates cover.
+    :param instances: ``{uuid: Instance}``.
+    :param placements: ``{uuid: Placement}``.
+    :param rates: ``{uuid: Rates}``.
+    :param rotation: the :class:`~rdt_virt.agent.rotation.Rotation`.
+    """
+    docs = {}
+    monitored = 0
+    with_values = 0
+    for uuid, inst in sorted(instances.items()):
+        place = placements.get(uuid)
+        rate = rates.get(uuid) or sampler.Rates(
+            reason=place.reason if place else 'not placed yet')
+        if inst.monitor:
+            monitored += 1
+            if rate.has_values:
+                with_values += 1
+        counters = None
+        if place is not None and place.counters is not None:
+            counters = '/'.join(p for p in place.counters if p) or '/'
+        docs[uuid] = {
+            'name': inst.name,
+            'domain': inst.name,
+            'group': place.group if place else None,
+            'mon_group': place.mon_group if place else None,
+            'counters': counters,
+            'policy': dict(inst.policy),
+            'mbm_total_bps': _round(rate.mbm_total_bps),
+            'mbm_local_bps': _round(rate.mbm_local_bps),
+            'llc_occupancy_bytes': rate.llc_occupancy_bytes,
+            'reason': rate.reason,
+        }
+    totals = sampler.host_totals(rates.get(u) for u in instances
+                                 if rates.get(u) is not None)
+    host = {
+        'mbm_total_bps': _round(totals['mbm_total_bps']),
+        'mbm_local_bps': _round(totals['mbm_local_bps']),
+        'llc_occupancy_bytes': totals['llc_occupancy_bytes'],
+        'rmids_total': rmids_total,
+        'rmids_used': rmids_used,
+        'closids_total': closids_total,
+        'closids_used': closids_used,
+        'mon_budget': mon_budget,
+        'monitored': monitored,
+        'instances': len(instances),
+        'coverage': round(with_values / monitored, 4) if monitored else 1.0,
+        'rotating': bool(rotation and rotation.rotating),
+        'mon_coverage': round(rotation.coverage, 4) if rotation else 1.0,
+    }
+    return {'time': time, 'interval': interval, 'host': host,
+            'instances': docs}

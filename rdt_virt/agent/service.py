@@ -1,0 +1,436 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""rdt-virt-agent's work: ticks, the event fast path and sampling.
+
+:class:`Agent` wires the pieces together. It never writes resctrl itself:
+
+* a **tick** reads the desired state (libvirt, ``/proc``) and resctrl under
+  resctrl's flock, plans with :func:`rdt_virt.agent.reconcile.plan` and
+  applies the plan through the executor; on a converged host it reads and
+  writes nothing else;
+* the **fast path** does the same for the one domain a libvirt event names,
+  reading only that instance's groups, so a started guest is throttled and
+  monitored within milliseconds;
+* a **sample** reads the counters of every monitored instance, turns them
+  into rates and publishes the host state file and the Prometheus metrics.
+
+:meth:`Agent.run` is the daemon's loop: a single thread that waits for
+events and timers, so ticks, events and samples never run concurrently.
+"""
+
+import dataclasses
+import os
+import queue
+import time
+
+from oslo_log import log as logging
+
+from rdt_virt.agent import domains
+from rdt_virt.agent import model
+from rdt_virt.agent import publish
+from rdt_virt.agent import reconcile
+from rdt_virt.agent import rotation as rotation_mod
+from rdt_virt.agent import sampler
+from rdt_virt.agent import state
+from rdt_virt import exception
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class TickStats:
+    """What one tick (or fast path run) did."""
+
+    actions: int = 0
+    writes: int = 0
+    cpu: float = 0.0         # CPU seconds of this process
+    wall: float = 0.0
+    skipped: str = None      # why nothing was done
+
+
+class Agent(object):
+    """The agent of one compute host.
+
+    :param conf: the oslo.config object (``[rdt]`` and ``[rdt_agent]``).
+    :param resctrl: a :class:`~rdt_virt.resctrl.fs.Resctrl` for reading.
+    :param source: a :class:`~rdt_virt.agent.domains.LibvirtSource` or any
+        object with ``connected``, ``connect()``, ``instances()``,
+        ``instance(uuid)`` and an ``events`` queue.
+    :param procfs: a :class:`~rdt_virt.agent.procfs.ProcFS`.
+    :param executor: a :class:`~rdt_virt.agent.executor.Executor`.
+    """
+
+    def __init__(self, conf, resctrl, source, procfs, executor,
+                 clock=time.monotonic, wall=time.time):
+        self.conf = conf
+        self.opts = conf.rdt_agent
+        self.resctrl = resctrl
+        self.source = source
+        self.procfs = procfs
+        self.executor = executor
+        self.clock = clock
+        self.wall = wall
+        self.settings = reconcile.Settings(
+            prefix=conf.rdt.group_prefix,
+            default_l3_ways=conf.rdt.default_group_l3_ways,
+            place_extra=self.opts.place_extra_threads)
+        self.rotation = rotation_mod.Rotation(self.opts.rotation_interval)
+        self.tracker = sampler.RateTracker()
+        self.caps = None
+        self._fingerprint = None
+        self.instances = {}
+        self.threads = {}
+        self.placements = {}
+        self.rates = {}
+        self.blocked = {}            # name -> (reason, until)
+        self._generation = {}        # group or mon group -> int
+        self._rmid_cap = None        # (budget, until) after ENOSPC
+        self._next_connect = 0.0
+        self._warned = set()
+        self.budget = 0
+        self.rmids_used = 0
+        self.closids_used = 0
+        self.full_requested = False
+        self.last_doc = None
+        self.last_tick = TickStats()
+        self.totals = {'ticks': 0, 'writes': 0, 'events': 0, 'errors': 0}
+        self.event_latencies = []
+
+    # Capabilities ----------------------------------------------------------
+
+    def refresh_caps(self):
+        """Re-read capabilities when the mount changed; False if unmounted."""
+        rc = self.resctrl
+        if not rc.is_mounted():
+            self.caps = None
+            self._fingerprint = None
+            return False
+        try:
+            fingerprint = (tuple(sorted(os.listdir(rc.path(None, None,
+                                                           'info')))),
+                           rc.mount_options())
+        except OSError:
+            return False
+        if self.caps is None or fingerprint != self._fingerprint:
+            self.caps = rc.capabilities()
+            self._fingerprint = fingerprint
+            LOG.info('resctrl at %s: features %s, %d CLOSIDs, %d RMIDs',
+                     rc.root, ', '.join(sorted(self.caps.features)) or
+                     'none', self.caps.num_closids, self.caps.num_rmids)
+        return True
+
+    # Reading resctrl -------------------------------------------------------
+
+    def _read_group(self, name, monitor):
+        rc = self.resctrl
+        group = model.GroupState(
+            name, tasks=frozenset(rc.read_tasks(name)),
+            schemata=rc.read_schemata(name))
+        if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
+            mons = rc.list_mon_groups(name)
+            group.mon_names = frozenset(mons)
+            group.mon_groups = {m: frozenset(rc.read_tasks(name, m))
+                                for m in mons}
+        return group
+
+    def read_snapshot(self, scope=None):
+        """Read resctrl; ``scope``: only these control groups."""
+        rc = self.resctrl
+        monitor = self.caps.monitor is not None
+        root = model.GroupState(None, schemata=rc.read_schemata(None))
+        if monitor:
+            mons = rc.list_mon_groups(None)
+            root.mon_names = frozenset(mons)
+            root.mon_groups = {m: frozenset(rc.read_tasks(None, m))
+                               for m in mons if rc.owns(m)}
+        groups = {None: root}
+        names = rc.list_groups() if scope is None else sorted(
+            n for n in scope if n is not None)
+        for name in names:
+            try:
+                groups[name] = self._read_group(name, monitor)
+            except exception.GroupNotFound:
+                continue
+        return model.Snapshot(groups, complete=scope is None)
+
+    def _account(self, snap):
+        """RMIDs and CLOSIDs in use, and monitoring groups of others."""
+        ctrl = [n for n in snap.groups if n is not None]
+        foreign = 0
+        ours = 0
+        for group in snap.groups.values():
+            for mon in group.mon_names:
+                if self.resctrl.owns(mon):
+                    ours += 1
+                else:
+                    foreign += 1
+        self.closids_used = 1 + len(ctrl)
+        self.rmids_used = 1 + len(ctrl) + ours + foreign if (
+            self.caps.monitor) else 0
+        return foreign, ours
+
+    # Planning and applying --------------------------------------------------
+
+    def _blocked(self, now):
+        for name in [n for n, (_r, until) in self.blocked.items()
+                     if until <= now]:
+            del self.blocked[name]
+        return {n: r for n, (r, _u) in self.blocked.items()}
+
+    def _budget(self, foreign, now):
+        budget = rotation_mod.rmid_budget(self.caps, self.opts.rmid_budget,
+                                          foreign)
+        if self._rmid_cap is not None:
+            if now < self._rmid_cap[1]:
+                budget = min(budget, self._rmid_cap[0])
+            else:
+                self._rmid_cap = None
+        self.budget = budget
+        return budget
+
+    def _apply(self, result, now, ours=0):
+        outcome = self.executor.apply(result.actions)
+        retry = now + self.opts.retry_interval
+        for name, reason in outcome.blocked.items():
+            self.blocked[name] = (reason, retry)
+        if outcome.rmids_exhausted:
+            created = sum(1 for _g, m in outcome.created if m)
+            self._rmid_cap = (ours + created, retry)
+        for group, mon in outcome.created:
+            key = mon or group
+            self._generation[key] = self._generation.get(key, 0) + 1
+        for text in result.warnings:
+            if text not in self._warned:
+                LOG.warning('%s', text)
+        self._warned = set(result.warnings)
+        if result.needs_full:
+            self.full_requested = True
+        return outcome
+
+    def _threads(self, instances):
+        found = {}
+        for uuid, inst in instances.items():
+            threads = self.procfs.instance_threads(uuid, inst.name)
+            if threads is not None:
+                found[uuid] = threads
+        if self.settings.place_extra and found:
+            vhost = self.procfs.vhost_threads()
+            for uuid, threads in list(found.items()):
+                extra = vhost.get(threads.pid)
+                if extra:
+                    found[uuid] = dataclasses.replace(
+                        threads, others=tuple(sorted(
+                            set(threads.others) | set(extra))))
+        return found
+
+    def _ensure_connected(self, now):
+        if self.source.connected:
+            return True
+        if now < self._next_connect:
+            return False
+        self._next_connect = now + self.opts.reconnect_interval
+        try:
+            self.source.connect()
+        except Exception as e:
+            LOG.warning('Cannot connect to libvirt: %s', e)
+            return False
+        return True
+
+    def tick(self):
+        """One full reconciliation; returns :class:`TickStats`."""
+        cpu0, start = time.process_time(), self.clock()
+        stats = TickStats()
+        self.full_requested = False
+        if not self._ensure_connected(start):
+            stats.skipped = 'libvirt unreachable'
+            return self._done(stats, cpu0, start)
+        try:
+            instances = self.source.instances()
+        except Exception as e:
+            LOG.warning('Cannot list domains: %s', e)
+            stats.skipped = 'libvirt unreachable'
+            return self._done(stats, cpu0, start)
+        if not self.refresh_caps():
+            stats.skipped = 'resctrl not mounted'
+            LOG.warning('resctrl is not mounted at %s', self.resctrl.root)
+            return self._done(stats, cpu0, start)
+        for uuid in set(self.instances) - set(instances):
+            self.procfs.forget(uuid)
+        threads = self._threads(instances)
+        now = self.clock()
+        with self.resctrl.lock():
+            snap = self.read_snapshot()
+            foreign, ours = self._account(snap)
+            cands = reconcile.mon_candidates(instances, threads, self.caps,
+                                             self.settings)
+            window = self.rotation.update(cands, self._budget(foreign, now),
+                                          now)
+            result = reconcile.plan(instances, threads, snap, self.caps,
+                                    self.settings, window,
+                                    self._blocked(now))
+            outcome = self._apply(result, now, ours)
+        self.instances = instances
+        self.threads = threads
+        self.placements = result.placements
+        stats.actions = len(result.actions)
+        stats.writes = outcome.writes
+        return self._done(stats, cpu0, start)
+
+    def _done(self, stats, cpu0, start):
+        stats.cpu = time.process_time() - cpu0
+        stats.wall = self.clock() - start
+        self.last_tick = stats
+        self.totals['ticks'] += 1
+        self.totals['writes'] += stats.writes
+        return stats
+
+    def fast_path(self, uuid, event_time=None):
+        """Place one (re)started domain now; returns TickStats."""
+        cpu0, start = time.process_time(), self.clock()
+        stats = TickStats()
+        inst = self.source.instance(uuid)
+        if inst is None or not self.refresh_caps():
+            stats.skipped = 'not a running Nova domain'
+            return stats
+        self.procfs.forget(uuid)
+        threads = self._threads({uuid: inst})
+        if uuid not in threads:
+            stats.skipped = 'QEMU process not found'
+            self.full_requested = True
+            return stats
+        now = self.clock()
+        scope = reconcile.groups_of(inst, self.caps, self.settings)
+        with self.resctrl.lock():
+            snap = self.read_snapshot(scope)
+            cands = reconcile.mon_candidates({uuid: inst}, threads,
+                                             self.caps, self.settings)
+            window = self.rotation.window
+            if cands:
+                window = self.rotation.admit(uuid, self.budget, now)
+            result = reconcile.plan({uuid: inst}, threads, snap, self.caps,
+                                    self.settings, window,
+                                    self._blocked(now))
+            outcome = self._apply(result, now)
+        self.instances[uuid] = inst
+        self.threads[uuid] = threads[uuid]
+        self.placements[uuid] = result.placements[uuid]
+        stats.actions = len(result.actions)
+        stats.writes = outcome.writes
+        stats.cpu = time.process_time() - cpu0
+        stats.wall = self.clock() - start
+        self.totals['writes'] += stats.writes
+        if event_time is not None:
+            self.event_latencies.append(self.clock() - event_time)
+            del self.event_latencies[:-1000]
+        return stats
+
+    def stopped(self, uuid):
+        """A domain stopped: forget it; a full tick removes its groups."""
+        self.procfs.forget(uuid)
+        self.instances.pop(uuid, None)
+        self.threads.pop(uuid, None)
+        self.placements.pop(uuid, None)
+        self.full_requested = True
+
+    def handle(self, event):
+        """React to one :class:`~rdt_virt.agent.domains.Event`."""
+        self.totals['events'] += 1
+        if event.kind in (domains.STARTED, domains.CHANGED):
+            self.fast_path(event.uuid, event.time)
+        elif event.kind == domains.STOPPED:
+            self.stopped(event.uuid)
+        else:
+            self.full_requested = True
+
+    # Sampling --------------------------------------------------------------
+
+    def _source_key(self, counters):
+        group, mon = counters
+        key = mon or group
+        return (group if mon is None else 'mon', key,
+                self._generation.get(key, 0))
+
+    def sample(self):
+        """Read counters, compute rates, publish; returns the document."""
+        rates = {}
+        for uuid, place in sorted(self.placements.items()):
+            if uuid not in self.instances:
+                continue
+            if place.counters is None:
+                rates[uuid] = sampler.Rates(reason=place.reason)
+                continue
+            group, mon = place.counters
+            t0 = self.clock()
+            try:
+                values = self.resctrl.read_mon_data(group, mon)
+            except (exception.ResctrlError, OSError) as e:
+                rates[uuid] = sampler.Rates(reason='counters unreadable')
+                LOG.debug('Cannot read counters of %s: %s', uuid, e)
+                continue
+            reading = sampler.Reading(
+                source=self._source_key(place.counters),
+                time=(t0 + self.clock()) / 2, values=values)
+            rates[uuid] = self.tracker.update(uuid, reading)
+        self.tracker.forget(set(rates))
+        self.rates = rates
+        caps = self.caps
+        doc = publish.build(
+            self.wall(), self.opts.sample_interval, self.instances,
+            self.placements, rates, self.rotation,
+            rmids_total=caps.num_rmids if caps else 0,
+            rmids_used=self.rmids_used,
+            closids_total=caps.num_closids if caps else 0,
+            closids_used=self.closids_used, mon_budget=self.budget)
+        try:
+            state.write(self.conf.rdt.state_file, doc)
+        except OSError as e:
+            LOG.warning('Cannot write the state file %s: %s',
+                        self.conf.rdt.state_file, e)
+        self.last_doc = doc
+        return doc
+
+    # The loop --------------------------------------------------------------
+
+    def _safe(self, func, *args):
+        try:
+            return func(*args)
+        except Exception:
+            self.totals['errors'] += 1
+            LOG.exception('%s failed', getattr(func, '__name__', func))
+
+    def run(self, stop):
+        """Serve until ``stop`` (a threading.Event) is set."""
+        next_tick = self.clock()
+        next_sample = next_tick + self.opts.sample_interval
+        while not stop.is_set():
+            now = self.clock()
+            wait = max(0.0, min(next_tick, next_sample) - now)
+            if self.full_requested:
+                wait = min(wait, 0.2)
+            try:
+                event = self.source.events.get(timeout=min(wait, 1.0))
+            except queue.Empty:
+                event = None
+            while event is not None:
+                self._safe(self.handle, event)
+                try:
+                    event = self.source.events.get_nowait()
+                except queue.Empty:
+                    event = None
+            now = self.clock()
+            if now >= next_tick or self.full_requested:
+                self._safe(self.tick)
+                next_tick = self.clock() + self.opts.tick_interval
+            if now >= next_sample:
+                self._safe(self.sample)
+                next_sample = self.clock() + self.opts.sample_interval
