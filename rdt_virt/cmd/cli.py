@@ -1,0 +1,271 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``rdt-virt``: look at a compute host's RDT.
+
+::
+
+    rdt-virt [--config-file F] [--resctrl-root P] [--state-file F] COMMAND
+
+    capabilities     what the host offers (features, CLOSIDs, RMIDs, ...)
+    groups           every resctrl group: kind, owner, tasks, schemata
+    top              per-instance LLC occupancy and memory bandwidth, live,
+                     in the spirit of ``pqos -r`` (``--once`` for one table)
+
+``capabilities`` and ``groups`` read resctrl directly (no root needed to
+read); ``top`` reads the state file rdt-virt-agent publishes.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from rdt_virt.agent import reconcile
+from rdt_virt.agent import state as state_mod
+from rdt_virt import conf as rdt_conf
+from rdt_virt import exception
+from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import schemata as schemata_mod
+
+CONF = rdt_conf.CONF
+
+
+def _table(headers, rows):
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(str(c))) for w, c in zip(widths, row)]
+    fmt = '  '.join('%%-%ds' % w for w in widths)
+    lines = [fmt % tuple(headers)]
+    lines += [fmt % tuple(str(c) for c in row) for row in rows]
+    return '\n'.join(line.rstrip() for line in lines)
+
+
+def owner(name, prefix):
+    """Who owns a group name: default, rdt-virt, libvirt or other."""
+    if name is None:
+        return 'default'
+    if name.startswith(prefix):
+        return 'rdt-virt'
+    if reconcile.is_libvirt_group(name):
+        return 'libvirt'
+    return 'other'
+
+
+# capabilities ----------------------------------------------------------------
+
+def capabilities_doc(rc):
+    caps = rc.capabilities()
+    doc = {'root': rc.root, 'features': sorted(caps.features),
+           'num_closids': caps.num_closids, 'num_rmids': caps.num_rmids,
+           'mount_options': sorted(rc.mount_options()), 'caches': {},
+           'membw': {}}
+    for res in caps.caches.values():
+        doc['caches'][res.name] = {
+            'cbm_mask': '%x' % res.cbm_mask, 'ways': res.cbm_width,
+            'min_cbm_bits': res.min_cbm_bits,
+            'num_closids': res.num_closids,
+            'domains': {str(d): res.cache_size(d)
+                        for d in res.domain_ids}}
+    for res in caps.membw.values():
+        doc['membw'][res.name] = {
+            'unit': res.unit, 'min_bandwidth': res.min_bandwidth,
+            'bandwidth_gran': res.bandwidth_gran,
+            'num_closids': res.num_closids,
+            'domains': list(res.domain_ids)}
+    if caps.monitor:
+        doc['monitor'] = {'num_rmids': caps.monitor.num_rmids,
+                          'events': sorted(caps.monitor.features),
+                          'domains': list(caps.monitor.domain_ids)}
+    return doc
+
+
+def cmd_capabilities(rc, args, out):
+    doc = capabilities_doc(rc)
+    if args.json:
+        out.write(json.dumps(doc, indent=2, sort_keys=True) + '\n')
+        return 0
+    out.write('resctrl:    %s %s\n' % (doc['root'], ','.join(
+        doc['mount_options'])))
+    out.write('features:   %s\n' % (' '.join(doc['features']) or 'none'))
+    out.write('CLOSIDs:    %d   RMIDs: %d\n' % (doc['num_closids'],
+                                                doc['num_rmids']))
+    for name, res in sorted(doc['caches'].items()):
+        sizes = ', '.join('%s: %s KiB' % (d, s // 1024 if s else '?')
+                          for d, s in sorted(res['domains'].items()))
+        out.write('%-11s mask %s (%d ways), min %d bits; %s\n' % (
+            name + ':', res['cbm_mask'], res['ways'],
+            res['min_cbm_bits'], sizes))
+    for name, res in sorted(doc['membw'].items()):
+        out.write('%-11s %s, min %d, step %d, domains %s\n' % (
+            name + ':', res['unit'], res['min_bandwidth'],
+            res['bandwidth_gran'],
+            ','.join(str(d) for d in res['domains'])))
+    if 'monitor' in doc:
+        out.write('monitoring: %s on domains %s\n' % (
+            ' '.join(doc['monitor']['events']),
+            ','.join(str(d) for d in doc['monitor']['domains'])))
+    return 0
+
+
+# groups ----------------------------------------------------------------------
+
+def groups_rows(rc):
+    """``[{group, kind, parent, owner, tasks, schemata}]`` of every group."""
+    rows = []
+
+    def mons(parent):
+        try:
+            names = rc.list_mon_groups(parent)
+        except exception.ResctrlError:
+            return
+        for mon in names:
+            rows.append({'group': mon, 'kind': 'monitor',
+                         'parent': parent or '/',
+                         'owner': owner(mon, rc.prefix),
+                         'tasks': len(rc.read_tasks(parent, mon)),
+                         'schemata': ''})
+
+    for name in [None] + rc.list_groups():
+        try:
+            text = schemata_mod.format(rc.read_schemata(name))
+            tasks = len(rc.read_tasks(name))
+        except exception.ResctrlError:
+            continue
+        rows.append({'group': name or '/', 'kind': 'control',
+                     'parent': '', 'owner': owner(name, rc.prefix),
+                     'tasks': tasks,
+                     'schemata': ' '.join(text.split())})
+        mons(name)
+    return rows
+
+
+def cmd_groups(rc, args, out):
+    rows = groups_rows(rc)
+    if args.json:
+        out.write(json.dumps(rows, indent=2) + '\n')
+        return 0
+    out.write(_table(
+        ['GROUP', 'KIND', 'PARENT', 'OWNER', 'TASKS', 'SCHEMATA'],
+        [[r['group'], r['kind'], r['parent'], r['owner'], r['tasks'],
+          r['schemata']] for r in rows]) + '\n')
+    return 0
+
+
+# top -------------------------------------------------------------------------
+
+def _policy(policy):
+    if not policy:
+        return '-'
+    return ','.join('%s=%s' % (k, v) for k, v in sorted(policy.items())
+                    if v is not None and k != 'monitor') or '-'
+
+
+def _num(value, scale, fmt='%.1f'):
+    return '-' if value is None else fmt % (value / scale)
+
+
+def top_table(doc):
+    """The per-instance table of a state document, as text."""
+    host = doc.get('host', {})
+    lines = ['TIME %s  interval %.0fs  instances %d  monitored %d  '
+             'coverage %.0f%%%s' % (
+                 time.strftime('%Y-%m-%d %H:%M:%S',
+                               time.localtime(doc.get('time', 0))),
+                 doc.get('interval') or 0, host.get('instances', 0),
+                 host.get('monitored', 0),
+                 100 * (host.get('coverage') or 0),
+                 '  (rotating monitoring groups)' if host.get('rotating')
+                 else '')]
+    rows = []
+    for uuid, inst in sorted(doc.get('instances', {}).items(),
+                             key=lambda kv: (kv[1].get('name') or '',
+                                             kv[0])):
+        rows.append([
+            inst.get('name') or '-', uuid[:8], inst.get('group') or '/',
+            _policy(inst.get('policy')),
+            _num(inst.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
+            _num(inst.get('mbm_local_bps'), 1e6),
+            _num(inst.get('mbm_total_bps'), 1e6),
+            inst.get('reason') or ''])
+    rows.append(['HOST', '', '', '',
+                 _num(host.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
+                 _num(host.get('mbm_local_bps'), 1e6),
+                 _num(host.get('mbm_total_bps'), 1e6), ''])
+    lines.append(_table(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
+                         'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
+                        rows))
+    return '\n'.join(lines) + '\n'
+
+
+def cmd_top(rc, args, out):
+    shown = 0
+    while True:
+        doc = state_mod.read(CONF.rdt.state_file)
+        if doc is None:
+            out.write('no state in %s: is rdt-virt-agent running?\n' %
+                      CONF.rdt.state_file)
+            if args.once:
+                return 1
+        else:
+            if not args.once:
+                out.write('\x1b[H\x1b[2J')
+            out.write(top_table(doc))
+        out.flush()
+        shown += 1
+        if args.once or (args.count and shown >= args.count):
+            return 0
+        time.sleep(args.interval)
+
+
+def main(argv=None, out=None):
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(
+        prog='rdt-virt', description='RDT of this compute host.')
+    parser.add_argument('--config-file', action='append', default=[],
+                        help='rdt-virt configuration file (repeatable)')
+    parser.add_argument('--resctrl-root', help='override [rdt] '
+                        'resctrl_root')
+    parser.add_argument('--state-file', help='override [rdt] state_file')
+    sub = parser.add_subparsers(dest='command', required=True)
+    for name in ('capabilities', 'groups'):
+        cmd = sub.add_parser(name)
+        cmd.add_argument('--json', action='store_true')
+    top = sub.add_parser('top', help='live per-instance table')
+    top.add_argument('--interval', type=float, default=2.0)
+    top.add_argument('--once', action='store_true')
+    top.add_argument('--count', type=int, default=0)
+    args = parser.parse_args(argv)
+
+    conf_args = []
+    for path in args.config_file:
+        conf_args += ['--config-file', path]
+    CONF(conf_args, project='rdt-virt', prog='rdt-virt',
+         default_config_files=[] if conf_args else None)
+    if args.resctrl_root:
+        CONF.set_override('resctrl_root', args.resctrl_root, 'rdt')
+    if args.state_file:
+        CONF.set_override('state_file', args.state_file, 'rdt')
+    rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+    commands = {'capabilities': cmd_capabilities, 'groups': cmd_groups,
+                'top': cmd_top}
+    try:
+        return commands[args.command](rc, args, out)
+    except exception.RDTVirtException as e:
+        sys.stderr.write('rdt-virt: %s\n' % e)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,145 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The agent's Prometheus endpoint.
+
+A custom collector turns the latest host state document into metrics at
+scrape time, so the endpoint serves exactly what the state file says:
+
+Per instance (labels ``instance_uuid``, ``domain``, ``group``):
+
+* ``rdt_virt_instance_memory_bandwidth_total_bytes_per_second``
+* ``rdt_virt_instance_memory_bandwidth_local_bytes_per_second``
+* ``rdt_virt_instance_llc_occupancy_bytes``
+* ``rdt_virt_instance_monitored`` (1 when the instance has values now)
+
+Per host: the same three sums as ``rdt_virt_host_*``, plus
+``rdt_virt_host_rmids``, ``rdt_virt_host_rmids_used``,
+``rdt_virt_host_closids``, ``rdt_virt_host_closids_used``,
+``rdt_virt_host_monitoring_coverage_ratio`` and
+``rdt_virt_host_monitoring_rotating``; and the agent's own
+``rdt_virt_agent_ticks_total``, ``rdt_virt_agent_writes_total``,
+``rdt_virt_agent_errors_total``, ``rdt_virt_agent_tick_cpu_seconds``.
+
+Instances without a value are left out of a series rather than reported
+as 0. The endpoint listens on loopback unless configured otherwise.
+"""
+
+_INSTANCE = (
+    ('mbm_total_bps', 'rdt_virt_instance_memory_bandwidth_total_bytes_per_'
+                      'second', 'Memory bandwidth to all memory (MBM total)'),
+    ('mbm_local_bps', 'rdt_virt_instance_memory_bandwidth_local_bytes_per_'
+                      'second', 'Memory bandwidth to local memory (MBM '
+                                'local)'),
+    ('llc_occupancy_bytes', 'rdt_virt_instance_llc_occupancy_bytes',
+     'Last-level cache occupancy (CMT)'),
+)
+_HOST = (
+    ('mbm_total_bps', 'rdt_virt_host_memory_bandwidth_total_bytes_per_'
+                      'second', 'Memory bandwidth of the monitored '
+                                'instances'),
+    ('mbm_local_bps', 'rdt_virt_host_memory_bandwidth_local_bytes_per_'
+                      'second', 'Local memory bandwidth of the monitored '
+                                'instances'),
+    ('llc_occupancy_bytes', 'rdt_virt_host_llc_occupancy_bytes',
+     'LLC occupancy of the monitored instances'),
+    ('rmids_total', 'rdt_virt_host_rmids', 'RMIDs of the host'),
+    ('rmids_used', 'rdt_virt_host_rmids_used', 'RMIDs in use'),
+    ('closids_total', 'rdt_virt_host_closids', 'Usable CLOSIDs'),
+    ('closids_used', 'rdt_virt_host_closids_used', 'CLOSIDs in use'),
+    ('coverage', 'rdt_virt_host_monitoring_coverage_ratio',
+     'Share of monitored instances with values'),
+    ('rotating', 'rdt_virt_host_monitoring_rotating',
+     '1 when monitoring groups are multiplexed for lack of RMIDs'),
+)
+LABELS = ['instance_uuid', 'domain', 'group']
+
+
+class StateCollector(object):
+    """Collects metrics from ``get_doc()`` and ``get_totals()`` callables.
+
+    :param get_doc: returns the latest state document, or None.
+    :param get_totals: returns the agent's counters (``ticks``,
+        ``writes``, ``errors``, ``tick_cpu``), or None.
+    """
+
+    def __init__(self, get_doc, get_totals=None):
+        self.get_doc = get_doc
+        self.get_totals = get_totals
+
+    def describe(self):
+        # Metrics depend on the document; let the registry call collect().
+        return []
+
+    def collect(self):
+        from prometheus_client import core
+
+        doc = self.get_doc() or {}
+        families = {}
+        for field, name, doc_text in _INSTANCE:
+            families[field] = core.GaugeMetricFamily(name, doc_text,
+                                                     labels=LABELS)
+        monitored = core.GaugeMetricFamily(
+            'rdt_virt_instance_monitored',
+            '1 when the instance has monitoring values now',
+            labels=LABELS)
+        for uuid, inst in sorted((doc.get('instances') or {}).items()):
+            labels = [uuid, inst.get('name') or '', inst.get('group') or '']
+            has = False
+            for field, family in families.items():
+                value = inst.get(field)
+                if value is not None:
+                    family.add_metric(labels, float(value))
+                    has = True
+            monitored.add_metric(labels, 1.0 if has else 0.0)
+        yield from families.values()
+        yield monitored
+        host = doc.get('host') or {}
+        for field, name, doc_text in _HOST:
+            value = host.get(field)
+            if value is None:
+                continue
+            yield core.GaugeMetricFamily(name, doc_text, value=float(value))
+        totals = self.get_totals() if self.get_totals else None
+        if totals:
+            for key, text in (('ticks', 'Reconciliation ticks'),
+                              ('writes', 'resctrl writes'),
+                              ('errors', 'Unexpected errors'),
+                              ('events', 'libvirt events handled')):
+                if key in totals:
+                    yield core.CounterMetricFamily(
+                        'rdt_virt_agent_%s' % key, text,
+                        value=float(totals[key]))
+            if 'tick_cpu' in totals:
+                yield core.GaugeMetricFamily(
+                    'rdt_virt_agent_tick_cpu_seconds',
+                    'CPU time of the last tick', value=totals['tick_cpu'])
+
+
+def registry_for(get_doc, get_totals=None):
+    """A CollectorRegistry holding only rdt-virt's collector."""
+    from prometheus_client import core
+
+    registry = core.CollectorRegistry(auto_describe=False)
+    registry.register(StateCollector(get_doc, get_totals))
+    return registry
+
+
+def serve(host, port, get_doc, get_totals=None):
+    """Start the HTTP endpoint in a daemon thread; returns the server."""
+    import prometheus_client
+
+    registry = registry_for(get_doc, get_totals)
+    started = prometheus_client.start_http_server(port, addr=host,
+                                                  registry=registry)
+    # prometheus-client >= 0.17 returns (server, thread).
+    return started[0] if isinstance(started, tuple) else started

@@ -1,0 +1,94 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The rdt-virt command line on fixture trees and a state file."""
+
+import io
+import json
+import os
+import shutil
+import time
+
+import fixtures
+
+from rdt_virt.agent import state
+from rdt_virt.cmd import cli
+from tests import base
+from tests.unit.telemetry import test_pollsters
+
+
+class TestCLI(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.root = os.path.join(tmp, 'resctrl')
+        shutil.copytree(os.path.join(base.FIXTURES_DIR, 'resctrl',
+                                     'reference'), self.root)
+        self.state = os.path.join(tmp, 'state.json')
+
+    def run_cli(self, *args):
+        out = io.StringIO()
+        code = cli.main(['--resctrl-root', self.root, '--state-file',
+                         self.state] + list(args), out=out)
+        return code, out.getvalue()
+
+    def test_capabilities(self):
+        code, text = self.run_cli('capabilities')
+        self.assertEqual(0, code)
+        self.assertIn('CLOSIDs:    8   RMIDs: 192', text)
+        self.assertIn('L3:         mask 7ff (11 ways)', text)
+        code, text = self.run_cli('capabilities', '--json')
+        doc = json.loads(text)
+        self.assertEqual('percent', doc['membw']['MB']['unit'])
+        self.assertIn('MBM_TOTAL', doc['features'])
+
+    def test_groups(self):
+        code, text = self.run_cli('groups', '--json')
+        rows = {r['group']: r for r in json.loads(text)}
+        self.assertEqual('default', rows['/']['owner'])
+        self.assertEqual('rdt-virt', rows['rdtvirt-mb10']['owner'])
+        self.assertEqual('libvirt', rows[
+            'qemu-1-instance-00000001-vcpus_0-1']['owner'])
+        self.assertEqual('monitor', rows[
+            'rdtvirt-m-4a0d3b9b-6e85-4f4d-8d8a-3c4b5a6f7e8d']['kind'])
+        self.assertIn('MB:0=10;1=10', rows['rdtvirt-mb10']['schemata'])
+        code, text = self.run_cli('groups')
+        self.assertEqual(0, code)
+        self.assertTrue(text.startswith('GROUP'))
+
+    def test_top_once(self):
+        state.write(self.state, test_pollsters.document(time.time()))
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(0, code)
+        lines = text.splitlines()
+        self.assertIn('instances 0', lines[0])
+        self.assertEqual(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
+                          'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
+                         lines[1].split())
+        one = lines[2].split()
+        self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
+                          'mem_bw=10', '4096', '120.0', '150.0'], one)
+        self.assertIn('rotated out', lines[3])
+        self.assertTrue(lines[4].startswith('HOST'))
+
+    def test_top_without_agent(self):
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(1, code)
+        self.assertIn('is rdt-virt-agent running?', text)
+
+    def test_not_mounted(self):
+        out = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
+        code = cli.main(['--resctrl-root', '/nonexistent', 'groups'],
+                        out=out)
+        self.assertEqual(1, code)

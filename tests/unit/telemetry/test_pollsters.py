@@ -1,0 +1,116 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Ceilometer pollsters read the agent's state file."""
+
+import os
+import time
+
+import fixtures
+
+from rdt_virt.agent import state
+from tests import base
+
+UUID1 = '11111111-1111-4111-8111-111111111111'
+UUID2 = '22222222-2222-4222-8222-222222222222'
+
+
+class Server(object):
+    """Just enough of a Nova server for make_sample_from_instance."""
+
+    def __init__(self, uuid):
+        self.id = uuid
+        self.name = 'vm-' + uuid[:4]
+        self.flavor = {'name': 'm1.batch', 'vcpus': 2, 'ram': 512,
+                       'disk': 1, 'ephemeral': 0}
+        self.hostId = 'host'
+        self.status = 'ACTIVE'
+        self.image = None
+        self.metadata = {}
+        self.user_id = 'user'
+        self.tenant_id = 'project'
+
+
+def document(now):
+    return {'time': now, 'interval': 10.0, 'host': {}, 'instances': {
+        UUID1: {'name': 'instance-1', 'group': 'rdtvirt-mb10',
+                'policy': {'mem_bw': 10}, 'mbm_total_bps': 1.5e8,
+                'mbm_local_bps': 1.2e8, 'llc_occupancy_bytes': 4194304,
+                'reason': None},
+        UUID2: {'name': 'instance-2', 'group': None, 'policy': {},
+                'mbm_total_bps': None, 'mbm_local_bps': None,
+                'llc_occupancy_bytes': None, 'reason': 'rotated out'}}}
+
+
+class TestPollsters(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        try:
+            from rdt_virt.telemetry import pollsters
+        except ImportError:
+            self.skipTest('ceilometer is not installed')
+        self.pollsters = pollsters
+        self.path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                 'state.json')
+        from ceilometer import service
+        # Ceilometer's own configuration object, not rdt-virt's.
+        self.conf = service.prepare_service([], [])
+
+    def make(self, cls):
+        pollster = cls(self.conf)
+        self.conf.set_override('state_file', self.path, 'rdt')
+        return pollster
+
+    def samples(self, cls, resources=(UUID1, UUID2)):
+        pollster = self.make(cls)
+        return list(pollster.get_samples(None, {}, [Server(u) for u in
+                                                    resources]))
+
+    def test_meters(self):
+        state.write(self.path, document(time.time()))
+        p = self.pollsters
+        for cls, name, unit, volume in (
+                (p.MemoryBandwidthTotalPollster, 'memory.bandwidth.total',
+                 'B/s', 1.5e8),
+                (p.MemoryBandwidthLocalPollster, 'memory.bandwidth.local',
+                 'B/s', 1.2e8),
+                (p.CPUL3CachePollster, 'cpu_l3_cache', 'B', 4194304)):
+            sample, = self.samples(cls)
+            self.assertEqual((name, 'gauge', unit, volume, UUID1),
+                             (sample.name, sample.type, sample.unit,
+                              sample.volume, sample.resource_id))
+            self.assertEqual('rdtvirt-mb10',
+                             sample.resource_metadata['rdt_group'])
+            self.assertEqual('project', sample.project_id)
+
+    def test_default_discovery(self):
+        pollster = self.make(self.pollsters.CPUL3CachePollster)
+        self.assertEqual('local_instances', pollster.default_discovery)
+
+    def test_no_state_file(self):
+        self.assertEqual([], self.samples(
+            self.pollsters.MemoryBandwidthTotalPollster))
+
+    def test_stale_state_file_ignored(self):
+        state.write(self.path, document(time.time() - 600))
+        self.assertEqual([], self.samples(
+            self.pollsters.MemoryBandwidthTotalPollster))
+
+    def test_state_read_once_per_cycle(self):
+        state.write(self.path, document(time.time()))
+        pollster = self.make(self.pollsters.MemoryBandwidthTotalPollster)
+        cache = {}
+        list(pollster.get_samples(None, cache, [Server(UUID1)]))
+        os.unlink(self.path)
+        samples = list(pollster.get_samples(None, cache, [Server(UUID1)]))
+        self.assertEqual(1, len(samples))
