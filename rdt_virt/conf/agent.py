@@ -16,7 +16,10 @@ The agent also reads ``[rdt]`` (resctrl root, group prefix, strategy,
 default group ways, state file), which it shares with nova-compute.
 """
 
+import copy
+
 from oslo_config import cfg
+from oslo_privsep import priv_context
 
 from rdt_virt.i18n import _
 
@@ -184,5 +187,15 @@ def register_opts(conf):
     conf.register_opts(agent_opts, group=agent_group)
 
 
+# oslo.privsep registers these itself when the context is created; they are
+# listed here for the sample configuration.
+privsep_group = cfg.OptGroup(
+    'rdt_virt_privsep',
+    title=_('rdt-virt privileged daemon'),
+    help=_('oslo.privsep options of the daemon that makes rdt-virt-agent\'s '
+           'resctrl writes (rdt_virt.privsep.sys_admin_pctxt).'))
+
+
 def list_opts():
-    return {agent_group: agent_opts}
+    return {agent_group: agent_opts,
+            privsep_group: copy.deepcopy(priv_context.OPTS)}
