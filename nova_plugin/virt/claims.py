@@ -1,0 +1,193 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""RDT capacity held by the instances of one compute host.
+
+resctrl shows what is in use *now*: a running instance's libvirt group, the
+agent's groups. It does not show what this compute host has promised and
+not yet created: an instance being spawned (its group appears only when
+libvirt starts the domain), a stopped instance (libvirt removes its group
+when the domain stops and needs it back at power on), the destination of
+a resize before it starts. :class:`Claims` remembers those promises per
+instance, and :func:`available` subtracts every claim whose group resctrl
+does not show yet from what resctrl says is free.
+
+Claims live as long as the instance lives on this host: taken at spawn (and
+on the destination of a resize or migration), kept across stop, start and
+reboot, released when the instance is destroyed here or its resize is
+confirmed away. A same-host resize holds both flavors' claims until it is
+confirmed or reverted, as Nova does for the other resources.
+"""
+
+import dataclasses
+import re
+import threading
+
+from rdt_virt import exception
+from rdt_virt.policy import groups as groups_mod
+from rdt_virt.resctrl import bitmask
+
+# libvirt names the resctrl group of a <cachetune>/<memorytune> after the
+# domain's machine name and the vCPUs: qemu-<domain id>-<name>-vcpus_<list>,
+# where the name is cut to its first 20 characters (libvirt's short name).
+_LIBVIRT_GROUP = re.compile(r'^qemu-\d+-(?P<name>.+)-vcpus_[0-9,-]+$')
+_SHORT_NAME_MAX = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """The RDT plan an instance holds on this host."""
+
+    uuid: str
+    # The libvirt domain name (``instance.name``).
+    name: str
+    plan: object
+
+
+def libvirt_group_names(group_names):
+    """Domain names (possibly shortened by libvirt) of libvirt's groups."""
+    names = set()
+    for group in group_names:
+        match = _LIBVIRT_GROUP.match(group)
+        if match:
+            names.add(match.group('name'))
+    return names
+
+
+def realized(claim, group_names, domains, prefix):
+    """True if resctrl already shows the control group of ``claim``.
+
+    :param group_names: control group names in resctrl.
+    :param domains: :func:`libvirt_group_names` of ``group_names``.
+    """
+    plan = claim.plan
+    if plan.libvirt_group:
+        return claim.name[:_SHORT_NAME_MAX] in domains
+    if plan.own_group:
+        return groups_mod.instance_group(prefix, claim.uuid) in group_names
+    # Shared groups and monitoring: nothing of the instance's own to count
+    # (an existing shared group is in the capacity already).
+    return False
+
+
+def consume(capacity, plan):
+    """``capacity`` after ``plan``, even when it does not fit any more.
+
+    Claims made earlier must be counted even if resctrl changed under them
+    (an operator created groups, the default group took ways back): then
+    whatever the plan needs and is not free is simply gone.
+    """
+    try:
+        return capacity.claim(plan)
+    except exception.CapacityExhausted:
+        pass
+    closids, rmids = capacity.free_closids, capacity.free_rmids
+    shared = capacity.shared_groups
+    if capacity.needs_closid(plan):
+        closids = max(closids - 1, 0)
+        if rmids is not None:
+            rmids = max(rmids - 1, 0)
+        if plan.shared_value is not None:
+            shared = shared | {plan.shared_value}
+    masks = {res: dict(doms) for res, doms in capacity.free_masks.items()}
+    for alloc in plan.caches:
+        for dom, ways, _size in alloc.domains:
+            free = masks.get(alloc.resource, {}).get(dom)
+            if free is None:
+                continue
+            if capacity.largest_free_run(alloc.resource, dom) >= ways:
+                # Take them as Capacity.claim does.
+                masks[alloc.resource][dom] = free & ~bitmask.best_fit(
+                    0, free, ways)
+            else:
+                masks[alloc.resource][dom] = 0
+    return dataclasses.replace(capacity, free_closids=closids,
+                               free_rmids=rmids, free_masks=masks,
+                               shared_groups=shared)
+
+
+class Claims(object):
+    """The claims of this host's instances, safe to use from threads.
+
+    Callers that check and then claim hold :attr:`lock` around both, the
+    same lock the resource report takes, so two spawns cannot both take
+    the last CLOSID.
+    """
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self._current = {}
+        # Source side of a same-host resize, until confirm or revert.
+        self._previous = {}
+
+    def get(self, uuid):
+        """The current claim of instance ``uuid``, or None."""
+        return self._current.get(uuid)
+
+    def add(self, claim, keep_previous=False):
+        """Record ``claim`` as the instance's current one.
+
+        :param keep_previous: the instance resizes on this host: keep its
+            old claim until the resize is confirmed or reverted.
+        """
+        with self.lock:
+            old = self._current.get(claim.uuid)
+            if keep_previous and old is not None:
+                self._previous[claim.uuid] = old
+            self._current[claim.uuid] = claim
+
+    def release(self, uuid):
+        """Drop the current claim of ``uuid``; returns it (or None)."""
+        with self.lock:
+            return self._current.pop(uuid, None)
+
+    def release_previous(self, uuid):
+        """Drop the old claim of a same-host resize (confirm)."""
+        with self.lock:
+            return self._previous.pop(uuid, None)
+
+    def has_previous(self, uuid):
+        return uuid in self._previous
+
+    def restore_previous(self, uuid):
+        """Make the old claim of a same-host resize current (revert)."""
+        with self.lock:
+            old = self._previous.pop(uuid, None)
+            if old is not None:
+                self._current[uuid] = old
+            return old
+
+    def all(self):
+        """Every claim held, the old sides of same-host resizes included."""
+        with self.lock:
+            return list(self._current.values()) + list(
+                self._previous.values())
+
+    def __len__(self):
+        return len(self._current) + len(self._previous)
+
+
+def available(capacity, claims, group_names, prefix):
+    """What is left after the claims that resctrl does not show yet.
+
+    :param capacity: :class:`~rdt_virt.policy.capacity.Capacity` from
+        resctrl (``capacity.from_state``).
+    :param claims: iterable of :class:`Claim`.
+    :param group_names: the control group names in resctrl.
+    :param prefix: ``[rdt] group_prefix``.
+    """
+    names = frozenset(group_names)
+    domains = libvirt_group_names(names)
+    for claim in claims:
+        if not realized(claim, names, domains, prefix):
+            capacity = consume(capacity, claim.plan)
+    return capacity
