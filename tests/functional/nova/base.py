@@ -1,0 +1,245 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Nova's in-process harness with RDT-aware computes.
+
+Each compute runs ``RDTLibvirtDriver`` (loaded as Nova loads it, through
+``compute_driver = rdtvirt.RDTLibvirtDriver``) over fakelibvirt, with:
+
+* host capabilities that carry the ``<cache>`` banks and
+  ``<memory_bandwidth>`` nodes of its hardware variant;
+* its own copy of a resctrl fixture tree (``tests/fixtures/resctrl``) as
+  ``[rdt] resctrl_root``, which tests can fill up with groups;
+* a record of every domain XML the driver defined.
+
+The scheduler runs RDTFilter and RDTWeigher next to Nova's defaults, against
+the real placement service; the API runs at the latest microversion.
+"""
+
+import os
+import shutil
+import sys
+import warnings
+
+import fixtures
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.libvirt import base
+import nova.virt
+from sqlalchemy import exc as sqla_exc
+
+from nova_plugin import conf as plugin_conf
+from tests import base as tests_base
+
+CONF = plugin_conf.CONF
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+RESCTRL_FIXTURES = os.path.join(tests_base.FIXTURES_DIR, 'resctrl')
+
+MIB = 1024 * 1024
+
+# libvirt's view of each fixture variant's caches and memory bandwidth
+# nodes, on the fake host's 8 CPUs (two NUMA nodes of 4).
+_L3 = '''<bank id='%(id)d' level='3' type='both' size='36608' unit='KiB'
+ cpus='%(cpus)s'>%(controls)s</bank>'''
+_L3_CONTROL = ('''<control granularity='3328' unit='KiB' type='%s' '''
+               '''maxAllocs='%d'/>''')
+_MONITOR = '''<monitor level='3' reuseThreshold='270336' maxMonitors='192'>
+<feature name='llc_occupancy'/><feature name='mbm_total_bytes'/>
+<feature name='mbm_local_bytes'/></monitor>'''
+_MB = '''<memory_bandwidth>
+<node id='0' cpus='0-3'><control granularity='10' min='10' maxAllocs='8'/>
+</node><node id='1' cpus='4-7'><control granularity='10' min='10'
+ maxAllocs='8'/></node></memory_bandwidth>'''
+
+
+def _caches(controls, monitor=True):
+    banks = ''.join(_L3 % {'id': i, 'cpus': cpus, 'controls': controls}
+                    for i, cpus in ((0, '0-3'), (1, '4-7')))
+    return '<cache>%s%s</cache>' % (banks, _MONITOR if monitor else '')
+
+
+HOST_RDT_XML = {
+    'reference': _caches(_L3_CONTROL % ('both', 16)) + _MB,
+    'cdp': _caches(_L3_CONTROL % ('code', 8) + _L3_CONTROL % ('data', 8)) +
+    _MB,
+    'mba-mbps': _caches(_L3_CONTROL % ('both', 16)) + _MB,
+    'l3-cat': _caches(_L3_CONTROL % ('both', 16), monitor=False),
+    'none': '',
+}
+
+
+class RDTConnection(fakelibvirt.Connection):
+    """fakelibvirt with RDT host capabilities and a record of domains."""
+
+    def __init__(self, *args, rdt_xml='', **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rdt_xml = rdt_xml
+        # Domain name -> every XML defined for it, latest last.
+        self.defined = {}
+
+    def getCapabilities(self):
+        caps = super().getCapabilities()
+        if not self.rdt_xml:
+            return caps
+        head, sep, tail = caps.partition('</host>')
+        return head + self.rdt_xml + sep + tail
+
+    def _record(self, xml):
+        dom = fakelibvirt.Domain(connection=self, xml=xml)
+        self.defined.setdefault(dom.name(), []).append(xml)
+
+    def defineXML(self, xml):
+        self._record(xml)
+        return super().defineXML(xml)
+
+    def createXML(self, xml, flags):
+        self._record(xml)
+        return super().createXML(xml, flags)
+
+
+class RDTServersTestBase(base.ServersTestBase):
+    """Computes with RDTLibvirtDriver and a scheduler with RDT plugins."""
+
+    microversion = 'latest'
+    ADMIN_API = True
+
+    def setUp(self):
+        # The repository's loader, for a checkout installed with
+        # "pip install -e" (no "rdt-virt-nova-loader install" there); an
+        # installed loader comes first on the path.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.__path__',
+            list(nova.virt.__path__) + [os.path.join(REPO, 'nova', 'virt')]))
+        self._rdt_variants = {}
+        super().setUp()
+        self.roots = {}
+        # Nova 34 turns SQLAlchemy deprecations in nova into errors, and
+        # SQLAlchemy 2.1 deprecated noload(), which Nova uses to load an
+        # instance with its fault: unrelated to rdt-virt, so not an error
+        # here (Nova's test base resets the filters after each test).
+        warnings.filterwarnings(
+            'ignore', message=r'The noload\(\) option is deprecated',
+            category=sqla_exc.SADeprecationWarning)
+        # As Nova's own libvirt functional tests: there are no disks to
+        # move between the fake hosts.
+        self.useFixture(fixtures.MockPatch(
+            'nova.virt.libvirt.driver.LibvirtDriver'
+            '.migrate_disk_and_power_off', return_value='{}'))
+
+    def _setup_services(self):
+        # Nova's test config points at its source tree's api-paste.ini; an
+        # installed Nova has it under the prefix.
+        self.flags(api_paste_config=os.path.join(
+            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        super()._setup_services()
+
+    def _setup_compute_service(self):
+        self.flags(compute_driver='rdtvirt.RDTLibvirtDriver')
+
+    def _setup_scheduler_service(self):
+        self.flags(
+            available_filters=[
+                'nova.scheduler.filters.all_filters',
+                'nova_plugin.scheduler.filters.RDTFilter'],
+            enabled_filters=list(CONF.filter_scheduler.enabled_filters) + [
+                'RDTFilter'],
+            weight_classes=[
+                'nova_plugin.scheduler.weights.RDTWeigher'],
+            group='filter_scheduler')
+        return self.start_service('scheduler')
+
+    def _get_connection(self, host_info=None, pci_info=None, mdev_info=None,
+                        vdpa_info=None, libvirt_version=None,
+                        qemu_version=None, hostname=None):
+        conn = super()._get_connection(host_info, pci_info, mdev_info,
+                                       vdpa_info, libvirt_version,
+                                       qemu_version, hostname)
+        rdt = RDTConnection(
+            'qemu:///system', version=conn.fakeLibVersion,
+            hv_version=conn.fakeVersion, host_info=conn.host_info,
+            pci_info=conn.pci_info, mdev_info=conn.mdev_info,
+            vdpa_info=conn.vdpa_info, hostname=conn.hostname,
+            rdt_xml=HOST_RDT_XML[self._rdt_variants.get(hostname,
+                                                        'none')])
+        return rdt
+
+    def start_rdt_compute(self, hostname, variant='reference',
+                          strategy='per-instance', monitoring=True,
+                          prepare=None):
+        """Start compute ``hostname`` on a copy of resctrl ``variant``.
+
+        :param prepare: called with the copied tree's path before the
+            compute starts (to add groups, for example).
+        """
+        root = self.useFixture(fixtures.TempDir()).path
+        tree = os.path.join(root, 'resctrl')
+        shutil.copytree(os.path.join(RESCTRL_FIXTURES, variant), tree)
+        # The trees hold libvirt groups of domains "instance-0000000N",
+        # which are also the names of this test's first instances.
+        for name in os.listdir(tree):
+            if name.startswith('qemu-'):
+                os.rename(os.path.join(tree, name), os.path.join(
+                    tree, name.replace('-instance-', '-fixture-')))
+        if prepare is not None:
+            prepare(tree)
+        self.roots[hostname] = tree
+        self._rdt_variants[hostname] = variant
+        # The driver reads [rdt] when it starts; computes share CONF.
+        self.flags(resctrl_root=tree, mb_strategy=strategy,
+                   monitoring=monitoring,
+                   state_file=os.path.join(root, 'state.json'),
+                   group='rdt')
+        return self.start_compute(hostname)
+
+    # Helpers -----------------------------------------------------------
+
+    def driver(self, hostname):
+        return self.computes[hostname].driver
+
+    def domain_xmls(self, server, hostname=None):
+        """Every domain XML defined for ``server`` (latest last)."""
+        hostname = hostname or server['OS-EXT-SRV-ATTR:host']
+        conn = self.driver(hostname)._host.get_connection()
+        name = server['OS-EXT-SRV-ATTR:instance_name']
+        return conn.defined.get(name, [])
+
+    def domain_xml(self, server, hostname=None):
+        """The latest domain XML the driver defined for ``server``."""
+        xmls = self.domain_xmls(server, hostname)
+        self.assertTrue(xmls, 'no domain XML for %s' % server['id'])
+        return xmls[-1]
+
+    def claims(self, hostname):
+        """{instance uuid: plan} held by ``hostname``'s driver."""
+        return {c.uuid: c.plan
+                for c in self.driver(hostname)._rdt_claims.all()}
+
+    def flavor(self, extra_specs, vcpu=2, memory_mb=1024):
+        return self._create_flavor(vcpu=vcpu, memory_mb=memory_mb, disk=1,
+                                   ephemeral=0, extra_spec=extra_specs)
+
+    def boot(self, flavor_id, expected_state='ACTIVE', **kwargs):
+        return self._create_server(flavor_id=flavor_id, networks='none',
+                                   expected_state=expected_state, **kwargs)
+
+
+def add_groups(tree, count, schemata=None):
+    """Add ``count`` control groups that rdt-virt does not own."""
+    if schemata is None:
+        with open(os.path.join(tree, 'schemata')) as f:
+            schemata = f.read()
+    for i in range(count):
+        group = os.path.join(tree, 'other-%d' % i)
+        os.mkdir(group)
+        os.mkdir(os.path.join(group, 'mon_groups'))
+        with open(os.path.join(group, 'schemata'), 'w') as f:
+            f.write(schemata)
