@@ -44,14 +44,15 @@ weigher_opts = [
 Multiplier of ``RDTWeigher``.
 
 For a request whose flavor has RDT extra specs (``hw:mem_bw``,
-``hw:cache_l3``, ...), ``RDTWeigher`` prefers hosts with more RDT headroom
-(free CLOSIDs, contiguous free cache ways and RMIDs left after the request)
-and less measured memory bandwidth. Requests without RDT extra specs weigh the
-same on every host, so the weigher does not change their placement.
+``hw:cache_l3``, ...), ``RDTWeigher`` prefers hosts with more RDT
+headroom (free CLOSIDs, contiguous free cache ways and RMIDs left after
+the request) and less measured memory bandwidth. Requests without RDT
+extra specs weigh the same on every host, so the weigher does not change
+their placement.
 
-This option is only used by the FilterScheduler and its subclasses; if you use
-a different scheduler, this option has no effect. It can be overridden per
-host aggregate with the aggregate metadata key ``rdt_weight_multiplier``.
+This option is only used by the FilterScheduler and its subclasses. It
+can be overridden per host aggregate with the aggregate metadata key
+``rdt_weight_multiplier``.
 
 Possible values:
 
@@ -63,7 +64,7 @@ Possible values:
 Related options:
 
 * ``[filter_scheduler] weight_classes`` must include
-  ``nova_plugin.scheduler.weigher.RDTWeigher``.
+  ``nova_plugin.scheduler.weights.RDTWeigher``.
 """)),
 ]
 
