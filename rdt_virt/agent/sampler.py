@@ -51,11 +51,20 @@ class Reading:
         restarts the baselines.
     :param time: when they were read (monotonic seconds).
     :param values: ``{domain_id: {event: MonValue}}``.
+    :param times: ``{(domain_id, event): time}`` when each counter was
+        read, if known; more exact than ``time`` when reading several
+        files takes a while.
     """
 
     source: typing.Hashable
     time: float
     values: typing.Mapping[int, typing.Mapping[str, typing.Any]]
+    times: typing.Optional[typing.Mapping[tuple, float]] = None
+
+    def time_of(self, dom, event):
+        if self.times:
+            return self.times.get((dom, event), self.time)
+        return self.time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,15 +133,16 @@ class RateTracker(object):
                 # Keep the old baseline: the next good value spans the gap.
                 reason = reason or current.reason or R_NO_DATA
                 continue
-            base[(dom, event)] = (current.value, reading.time)
+            now = reading.time_of(dom, event)
+            base[(dom, event)] = (current.value, now)
             if old is None:
                 reason = reason or R_FIRST
             elif current.value < old[0]:
                 reason = reason or R_RESET
-            elif reading.time <= old[1]:
+            elif now <= old[1]:
                 reason = reason or R_FIRST
             else:
-                total += (current.value - old[0]) / (reading.time - old[1])
+                total += (current.value - old[0]) / (now - old[1])
         if not seen:
             return None, None
         if reason:

@@ -43,6 +43,7 @@ from rdt_virt.agent import rotation as rotation_mod
 from rdt_virt.agent import sampler
 from rdt_virt.agent import state
 from rdt_virt import exception
+from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
 
@@ -200,6 +201,8 @@ class Agent(object):
 
     def _apply(self, result, now, ours=0):
         outcome = self.executor.apply(result.actions)
+        if outcome.blocked:
+            self._unplace(result.placements, outcome.blocked)
         retry = now + self.opts.retry_interval
         for name, reason in outcome.blocked.items():
             self.blocked[name] = (reason, retry)
@@ -216,6 +219,21 @@ class Agent(object):
         if result.needs_full:
             self.full_requested = True
         return outcome
+
+    @staticmethod
+    def _unplace(placements, blocked):
+        """Correct placements whose group the kernel refused to create."""
+        for uuid, place in list(placements.items()):
+            if place.group in blocked:
+                # Its threads did not move: they are where they were,
+                # normally the default group.
+                placements[uuid] = dataclasses.replace(
+                    place, group=None, mon_group=None, counters=None,
+                    reason=blocked[place.group])
+            elif place.mon_group in blocked:
+                placements[uuid] = dataclasses.replace(
+                    place, mon_group=None, counters=None,
+                    reason=blocked[place.mon_group])
 
     def _threads(self, instances):
         found = {}
@@ -360,6 +378,44 @@ class Agent(object):
         return (group if mon is None else 'mon', key,
                 self._generation.get(key, 0))
 
+    def _read_counters(self, counters):
+        """One Reading of a group's counters, each file timed on its own.
+
+        The kernel reads the hardware counter when the file is read, so
+        the time of each read is what its value belongs to; a single
+        time for all files would blur the rates by however long reading
+        the others took.
+        """
+        group, mon = counters
+        rc = self.resctrl
+        values = {}
+        times = {}
+        events = sorted(self.caps.monitor.features)
+        for dom in self.caps.monitor.domain_ids:
+            values[dom] = {}
+            for event in events:
+                path = rc.path(group, mon, 'mon_data', 'mon_L3_%02d' % dom,
+                               event)
+                t0 = self.clock()
+                try:
+                    with open(path) as f:
+                        text = f.read()
+                except FileNotFoundError:
+                    if not os.path.isdir(os.path.dirname(path)):
+                        raise exception.GroupNotFound(path=path,
+                                                      group=mon or group)
+                    continue
+                except OSError as e:
+                    # Some kernels answer EIO for a counter in error.
+                    values[dom][event] = fs.MonValue(None,
+                                                     os.strerror(e.errno))
+                    continue
+                times[(dom, event)] = (t0 + self.clock()) / 2
+                values[dom][event] = fs.parse_mon_value(text)
+        return sampler.Reading(source=self._source_key(counters),
+                               time=self.clock(), values=values,
+                               times=times)
+
     def sample(self):
         """Read counters, compute rates, publish; returns the document."""
         rates = {}
@@ -369,17 +425,12 @@ class Agent(object):
             if place.counters is None:
                 rates[uuid] = sampler.Rates(reason=place.reason)
                 continue
-            group, mon = place.counters
-            t0 = self.clock()
             try:
-                values = self.resctrl.read_mon_data(group, mon)
+                reading = self._read_counters(place.counters)
             except (exception.ResctrlError, OSError) as e:
                 rates[uuid] = sampler.Rates(reason='counters unreadable')
                 LOG.debug('Cannot read counters of %s: %s', uuid, e)
                 continue
-            reading = sampler.Reading(
-                source=self._source_key(place.counters),
-                time=(t0 + self.clock()) / 2, values=values)
             rates[uuid] = self.tracker.update(uuid, reading)
         self.tracker.forget(set(rates))
         self.rates = rates
