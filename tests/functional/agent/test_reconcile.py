@@ -1,0 +1,387 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The agent converges an emulated host and repairs its drift."""
+
+import os
+import time
+
+from rdt_virt.agent import model
+from rdt_virt.agent import reconcile
+from tests.functional.agent import base
+
+P = base.PREFIX
+MB10, MB20, MB30 = P + 'mb10', P + 'mb20', P + 'mb30'
+
+
+class TestConverge(base.AgentTestCase):
+
+    def boot_three(self):
+        self.a = self.boot(base.shared(10))
+        self.b = self.boot(base.shared(10))
+        self.c = self.boot(base.shared(30))
+        self.d = self.boot()                       # no policy, monitored
+        self.e = self.boot(monitor=False)          # no policy at all
+
+    def assertConverged(self):
+        self.assertPlaced(self.a, MB10)
+        self.assertPlaced(self.b, MB10)
+        self.assertPlaced(self.c, MB30)
+        self.assertPlaced(self.d, None)
+        self.assertPlaced(self.e, None, mon=None)
+
+    def test_cold_start_then_converged_ticks_write_nothing(self):
+        self.flags(default_group_l3_ways=4, group='rdt')
+        self.agent = self.new_agent()
+        self.boot_three()
+        stats = self.agent.tick()
+        self.assertGreater(stats.writes, 0)
+        self.assertEqual([MB10, MB30], self.groups())
+        self.assertEqual('MB:0=10;1=10\nL3:0=f;1=f\n'.split(),
+                         self.read(MB10, 'schemata').split())
+        self.assertIn('L3:0=f;1=f', self.read('schemata').replace(' ', ''))
+        self.assertConverged()
+        seq = self.mark()
+        for _ in range(3):
+            self.assertEqual(0, self.agent.tick().writes)
+        self.assertEqual([], self.mutations(seq))
+
+    def test_agent_restart_writes_nothing(self):
+        self.boot_three()
+        self.agent.tick()
+        seq = self.mark()
+        self.agent = self.new_agent()
+        self.assertEqual(0, self.agent.tick().writes)
+        self.assertEqual([], self.mutations(seq))
+        self.assertConverged()
+
+    def test_drift_group_deleted(self):
+        self.boot_three()
+        self.agent.tick()
+        os.rmdir(self.path(MB10))
+        self.assertPlaced(self.a, None, mon=None)
+        self.agent.tick()
+        self.assertConverged()
+
+    def test_drift_thread_moved(self):
+        self.boot_three()
+        self.agent.tick()
+        tid = sorted(self.host.vcpu_tids(self.a))[0]
+        self.write('tasks', str(tid))
+        self.write(MB30 + '/tasks', str(sorted(self.host.vcpu_tids(
+            self.c))[0]))
+        self.agent.tick()
+        self.assertConverged()
+
+    def test_drift_monitoring_group_deleted(self):
+        self.boot_three()
+        self.agent.tick()
+        os.rmdir(self.path(MB10, 'mon_groups', P + 'm-' + self.a))
+        self.agent.tick()
+        self.assertConverged()
+
+    def test_drift_schemata_changed(self):
+        self.boot_three()
+        self.agent.tick()
+        self.write(MB10 + '/schemata', 'MB:0=100\n')
+        self.agent.tick()
+        self.assertIn('MB:0=10;1=10', self.read(MB10, 'schemata'))
+
+    def test_remount_restores_everything(self):
+        self.flags(default_group_l3_ways=3, group='rdt')
+        self.agent = self.new_agent()
+        self.boot_three()
+        self.agent.tick()
+        self.client.remount()
+        self.assertEqual([], self.groups())
+        self.agent.tick()
+        self.assertIn('L3:0=7;1=7', self.read('schemata').replace(' ', ''))
+        self.assertConverged()
+        seq = self.mark()
+        self.assertEqual(0, self.agent.tick().writes)
+        self.assertEqual([], self.mutations(seq))
+
+    def test_hotplugged_vcpu(self):
+        a = self.boot(base.shared(20))
+        self.agent.tick()
+        tid = self.host.hotplug(a)
+        self.assertEqual((None, None), self.location(tid))
+        self.agent.tick()
+        self.assertEqual((MB20, P + 'm-' + a), self.location(tid))
+
+    def test_extra_threads(self):
+        self.flags(place_extra_threads=True, group='rdt_agent')
+        self.agent = self.new_agent()
+        a = self.boot(base.shared(20), others=2)
+        self.agent.tick()
+        self.assertPlaced(a, MB20, extras=True)
+
+    def test_policy_gone_and_instances_gone(self):
+        self.boot_three()
+        self.agent.tick()
+        for uuid in (self.a, self.b, self.c, self.d, self.e):
+            self.destroy(uuid)
+        self.agent.tick()
+        self.assertEqual([], self.groups())
+        self.assertEqual([], self.mon_groups())
+
+    def test_percentage_changed_keeps_counters(self):
+        a = self.boot(base.shared(10))
+        self.agent.tick()
+        mon = P + 'm-' + a
+        self.client.set_counter('%s/mon_groups/%s' % (MB10, mon), 10 ** 9)
+        inst = self.source.domains[a]
+        self.source.domains[a] = model.Instance(
+            a, inst.name, inst.domain_id, bandwidth=base.shared(20),
+            monitor=True)
+        self.agent.tick()
+        self.assertPlaced(a, MB20)
+        self.assertEqual([MB20], self.groups())
+        # Renamed, not re-created: the counters came along.
+        value = int(self.read(MB20, 'mon_groups', mon, 'mon_data',
+                              'mon_L3_00', 'mbm_total_bytes'))
+        self.assertGreaterEqual(value, 10 ** 9)
+
+    def test_per_instance_group_monitored_by_its_own_rmid(self):
+        a = self.boot(base.own(20, 'percent'))
+        self.agent.tick()
+        group = P + 'i-' + a
+        self.assertPlaced(a, group, mon=None)
+        self.assertEqual([], self.mon_groups(group))
+        self.assertEqual((group, None), self.agent.placements[a].counters)
+
+
+class TestLibvirtGroups(base.AgentTestCase):
+    """Groups libvirt made, as libvirt would have made them."""
+
+    def make_libvirt_group(self, name, l3, mb, tids):
+        os.mkdir(self.path(name))
+        self.write(name + '/schemata', 'L3:0=%x;1=%x\nMB:0=%d;1=%d\n' % (
+            l3, l3, mb, mb))
+        for tid in tids:
+            self.write(name + '/tasks', str(tid))
+
+    def test_restored_after_remount(self):
+        self.flags(default_group_l3_ways=8, group='rdt')
+        self.agent = self.new_agent()
+        self.write('schemata', 'L3:0=ff;1=ff\n')
+        alloc = model.Allocation(
+            'qemu-1-instance-00000001-vcpus_0-1', frozenset((0, 1)),
+            (model.CacheRequest(3, 'both', 0, 3328 * 1024),
+             model.CacheRequest(3, 'both', 1, 3328 * 1024)),
+            {0: 50, 1: 50}, True)
+        a = self.boot(allocs=[alloc])
+        self.make_libvirt_group(alloc.group, 0x100, 50,
+                                self.host.vcpu_tids(a))
+        seq = self.mark()
+        self.assertEqual(0, self.agent.tick().writes)
+        self.assertEqual([], self.mutations(seq))
+        self.client.remount()
+        self.agent.tick()
+        self.assertPlaced(a, alloc.group, mon=None)
+        sch = self.read(alloc.group, 'schemata').replace(' ', '')
+        self.assertIn('MB:0=50;1=50', sch)
+        self.assertIn('L3:0=100;1=100', sch)
+        self.assertEqual((alloc.group, None), self.agent.placements[
+            a].counters)
+
+    def test_mbps_line_written_into_the_libvirt_group(self):
+        # A cache allocation with an MB limit libvirt cannot express.
+        alloc = model.Allocation(
+            'qemu-1-instance-00000001-vcpus_0-1', frozenset((0, 1)),
+            (model.CacheRequest(3, 'both', 0, 3328 * 1024),), {}, True)
+        self.write('schemata', 'L3:0=ff;1=ff\n')
+        a = self.boot(bw=base.own(40, 'percent'), allocs=[alloc])
+        self.make_libvirt_group(alloc.group, 0x100, 100,
+                                self.host.vcpu_tids(a))
+        self.agent.tick()
+        self.assertIn('MB:0=40;1=40',
+                      self.read(alloc.group, 'schemata').replace(' ', ''))
+        self.assertEqual([alloc.group], self.groups())
+
+    def test_libvirt_groups_of_other_domains_untouched(self):
+        self.make_libvirt_group('qemu-9-not-nova-vcpus_0', 0x7ff, 70, [])
+        a = self.boot(base.shared(10))
+        self.agent.tick()
+        self.destroy(a)
+        seq = self.mark()
+        self.agent.tick()
+        self.assertEqual(['qemu-9-not-nova-vcpus_0'], self.groups())
+        self.assertNotIn('qemu-9', str(self.mutations(seq)))
+
+
+class TestForeign(base.AgentTestCase):
+
+    def tick(self):
+        """A tick; returns the mutations it made."""
+        seq = self.mark()
+        self.agent.tick()
+        return self.mutations(seq)
+
+    def test_foreign_groups_untouched(self):
+        os.mkdir(self.path('pqos-batch'))
+        self.write('pqos-batch/schemata', 'MB:0=20;1=20\n')
+        os.mkdir(self.path('mon_groups', 'collectd-0'))
+        os.mkdir(self.path(P + 'mystery'))
+        before = {name: self.read(name, 'schemata')
+                  for name in ('pqos-batch', P + 'mystery')}
+        uuids = [self.boot(base.shared(10)) for _ in range(2)]
+        plain = self.boot()
+        made = self.tick()
+        # A thread of a policy-less instance that someone put elsewhere
+        # stays there; one of a throttled instance is taken back.
+        for tid in self.host.vcpu_tids(plain):
+            self.write('pqos-batch/tasks', str(tid))
+        self.write('pqos-batch/tasks', str(sorted(self.host.vcpu_tids(
+            uuids[0]))[0]))
+        made += self.tick()
+        for uuid in uuids:
+            self.destroy(uuid)
+        made += self.tick()
+        for entry in made:
+            self.assertFalse(entry['path'].startswith(
+                ('/pqos', '/mon_groups/collectd', '/' + P + 'mystery')),
+                entry)
+        self.assertEqual(sorted(['pqos-batch', P + 'mystery']),
+                         self.groups())
+        self.assertIn('collectd-0', self.mon_groups())
+        for name, text in before.items():
+            self.assertEqual(text, self.read(name, 'schemata'))
+        self.assertPlaced(plain, 'pqos-batch', mon=None)
+        self.assertEqual(reconcile.R_FOREIGN % 'pqos-batch',
+                         self.agent.placements[plain].reason)
+
+
+class TestRetries(base.AgentTestCase):
+
+    def test_closid_exhaustion(self):
+        # Reference profile: 8 MB CLOSIDs, the default group holds one.
+        uuids = [self.boot(base.shared(10 * (i + 1))) for i in range(8)]
+        self.agent.tick()
+        self.assertEqual(7, len(self.groups()))
+        late = [u for u in uuids if self.agent.placements[u].reason]
+        self.assertEqual(1, len(late))
+        late = late[0]
+        self.assertEqual('no free CLOSID or RMID',
+                         self.agent.placements[late].reason)
+        self.assertIn('Cannot create', self.logger.output)
+        self.assertPlaced(late, None, mon=None)
+        for i, uuid in enumerate(uuids):
+            if uuid != late:
+                self.assertPlaced(uuid, P + 'mb%d' % (10 * (i + 1)))
+        # One leaves: the next tick (retry interval 0) serves the late one.
+        self.destroy(uuids[uuids.index(late) - 1])
+        self.agent.tick()
+        self.agent.tick()
+        self.assertPlaced(late, P + 'mb%d' % (10 * (uuids.index(late) + 1)))
+
+    def test_rmid_budget_rotates(self):
+        self.flags(rmid_budget=2, rotation_interval=1.0, group='rdt_agent')
+        self.agent = self.new_agent()
+        uuids = [self.boot(base.shared(10)) for _ in range(5)]
+        self.agent.tick()
+        self.assertEqual(2, len(self.mon_groups(MB10)))
+        doc = self.agent.sample()
+        self.assertTrue(doc['host']['rotating'])
+        self.assertEqual(0.4, doc['host']['mon_coverage'])
+        first = set(self.mon_groups(MB10))
+        seen = set(first)
+        for _ in range(6):
+            time.sleep(1.05)
+            self.agent.tick()
+            seen |= set(self.mon_groups(MB10))
+            self.assertEqual(2, len(self.mon_groups(MB10)))
+        self.assertEqual({P + 'm-' + u for u in uuids}, seen)
+        # Every instance stays throttled, monitored or not.
+        for uuid in uuids:
+            for tid in self.host.vcpu_tids(uuid):
+                self.assertEqual(MB10, self.location(tid)[0])
+
+    def fill_rmids(self, leave=0):
+        """Take every free RMID with other tools' monitoring groups."""
+        made = []
+        while True:
+            name = 'other-%d' % len(made)
+            try:
+                os.mkdir(self.path('mon_groups', name))
+            except OSError:
+                break
+            made.append(name)
+        for name in made[len(made) - leave:] if leave else []:
+            os.rmdir(self.path('mon_groups', name))
+        return made
+
+    def test_rmid_exhaustion_never_blocks_a_boot(self):
+        self.agent.tick()
+        self.fill_rmids()
+        a = self.boot(base.shared(10), event=True)
+        self.drain()
+        # mkdir of the control group failed for lack of an RMID: the
+        # instance runs as it is, the agent warns and retries later.
+        self.assertEqual('no free CLOSID or RMID',
+                         self.agent.placements[a].reason)
+        self.assertPlaced(a, None, mon=None)
+        self.assertIn('Cannot create', self.logger.output)
+        self.assertEqual(0, self.agent.totals['errors'])
+
+    def test_rmids_in_limbo(self):
+        self.client.set_limbo_delay(3.0)
+        b = self.boot(base.shared(10))
+        self.agent.tick()
+        made = self.fill_rmids()
+        os.rmdir(self.path('mon_groups', made.pop()))     # into limbo
+        a = self.boot(base.shared(10), event=True)
+        self.drain()
+        self.assertEqual('RMIDs busy in limbo',
+                         self.agent.placements[a].reason)
+        # Throttled at once; monitored once an RMID is free.
+        self.assertPlaced(a, MB10, mon=None)
+        for _ in range(10):
+            os.rmdir(self.path('mon_groups', made.pop()))
+        time.sleep(3.2)
+        self.agent.tick()
+        self.assertPlaced(a, MB10)
+        self.assertPlaced(b, MB10)
+
+
+class TestCycles(base.AgentTestCase):
+
+    def test_200_create_destroy_cycles(self):
+        live = []
+        pcts = (10, 20, 10, 30, None)
+        for i in range(200):
+            pct = pcts[i % len(pcts)]
+            uuid = self.boot(base.shared(pct) if pct else None,
+                             event=True, vcpus=1 + i % 3)
+            live.append(uuid)
+            if len(live) > 3:
+                self.destroy(live.pop(0), event=True)
+            self.drain()
+            if i % 50 == 49:
+                self.check(live)
+        for uuid in live:
+            self.destroy(uuid, event=True)
+        self.drain()
+        self.assertEqual([], self.groups())
+        self.assertEqual([], self.mon_groups())
+
+    def check(self, live):
+        wanted = set()
+        for uuid in live:
+            bw = self.source.domains[uuid].bandwidth
+            group = P + 'mb%d' % bw.value if bw else None
+            wanted.add(group)
+            self.assertPlaced(uuid, group)
+        self.assertEqual(sorted(g for g in wanted if g), self.groups())
+        mons = [m for g in [None] + self.groups()
+                for m in self.mon_groups(g)]
+        self.assertEqual(sorted(P + 'm-' + u for u in live), sorted(mons))
