@@ -286,6 +286,15 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                               self._rdt_busy):
             return super()._hard_reboot(context, instance, *args, **kwargs)
 
+    def rescue(self, context, instance, *args, **kwargs):
+        # The domain is redefined as the rescue domain: keep the claim.
+        with self._rdt_marked(instance.uuid, self._rdt_busy):
+            return super().rescue(context, instance, *args, **kwargs)
+
+    def unrescue(self, context, instance, *args, **kwargs):
+        with self._rdt_marked(instance.uuid, self._rdt_busy):
+            return super().unrescue(context, instance, *args, **kwargs)
+
     def cleanup(self, context, instance, *args, **kwargs):
         # Every way an instance leaves this host goes through cleanup():
         # delete and failed spawns (via destroy), evacuation, shelve

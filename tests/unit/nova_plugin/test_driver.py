@@ -111,6 +111,7 @@ class DriverTestCase(base.TestCase):
                      'post_live_migration_at_destination',
                      'rollback_live_migration_at_destination',
                      'get_available_resource', 'update_provider_tree',
+                     'rescue', 'unrescue',
                      '_get_guest_config', 'init_host'):
             setattr(self, 'super_' + name.strip('_'), self.useFixture(
                 fixtures.MockPatchObject(libvirt_driver.LibvirtDriver,
@@ -240,6 +241,19 @@ class TestLifecycle(DriverTestCase):
         self.assertEqual([inst.uuid], self.claimed())
         self.assertEqual(set(), self.drv._rdt_recreating)
         self.assertEqual(set(), self.drv._rdt_busy)
+
+    def test_rescue_keeps_the_claim(self):
+        inst = self.spawn()
+
+        def redefine(context, instance, *args, **kwargs):
+            self.domains.clear()
+            self.drv.rdt_host()
+            self.domains.append(FakeDomain(inst, {}))
+
+        for name in ('rescue', 'unrescue'):
+            getattr(self, 'super_' + name).side_effect = redefine
+            getattr(self.drv, name)(None, inst)
+            self.assertEqual([inst.uuid], self.claimed())
 
     def test_resize_to_another_host(self):
         source = self.spawn()
