@@ -204,3 +204,33 @@ class RDTCapacityTest(base.RDTServersTestBase):
         self.assertEqual([server['id']], list(self.claims('a')))
         self.assertEqual(0, self.reported('a').capacity.free_closids)
         self.assertIn('<memorytune vcpus="0-1">', self.domain_xml(server))
+
+    def test_same_host_resize_holds_both_until_confirmed(self):
+        self.flags(allow_resize_to_same_host=True)
+        self.start_rdt_compute('a', prepare=leave_closids(2))
+        self.start_rdt_compute('plain', variant='none')
+        server = self.boot(self.flavor({'hw:mem_bw': '10'}))
+        self.assertEqual('a', server['OS-EXT-SRV-ATTR:host'])
+
+        cache = self.flavor({'hw:cache_l3': '4096'})
+        server = self._resize_server(server, cache)
+        self.assertEqual('a', server['OS-EXT-SRV-ATTR:host'])
+        self.assertIn('<cache id="0" level="3" type="both" size="6656" '
+                      'unit="KiB"/>', self.domain_xml(server))
+        self.assertNotIn('<memorytune', self.domain_xml(server))
+        # Both flavors' groups are held: no CLOSID left for anyone else.
+        self._run_periodics()
+        self.assertEqual(0, self.reported('a').capacity.free_closids)
+        server = self._revert_resize(server)
+        self.assertIn('<memorytune vcpus="0-1">', self.domain_xml(server))
+        self._run_periodics()
+        self.assertEqual(1, self.reported('a').capacity.free_closids)
+        self.assertEqual(10, self.claims('a')[server['id']].mem_bw.value)
+
+        monitor = self.flavor({'hw:rdt_monitor': 'true'})
+        server = self._resize_server(server, monitor)
+        server = self._confirm_resize(server)
+        self.assertNotIn('<cputune>', self.domain_xml(server))
+        self._run_periodics()
+        # A monitored instance needs no control group of its own.
+        self.assertEqual(2, self.reported('a').capacity.free_closids)
