@@ -145,6 +145,18 @@ class Claims(object):
                 self._previous[claim.uuid] = old
             self._current[claim.uuid] = claim
 
+    def set_aside(self, uuid):
+        """Keep the current claim as the old one of a same-host resize.
+
+        For a resize to a flavor without RDT: nothing new is claimed, and
+        the old claim waits for the confirm or revert.
+        """
+        with self.lock:
+            old = self._current.pop(uuid, None)
+            if old is not None:
+                self._previous[uuid] = old
+            return old
+
     def release(self, uuid):
         """Drop the current claim of ``uuid``; returns it (or None)."""
         with self.lock:

@@ -209,6 +209,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             raise nova_exception.ComputeResourcesUnavailable(
                 reason='flavor %s: %s' % (flavor.name, e.message))
         if policy.is_empty:
+            if keep_previous:
+                self._rdt_claims.set_aside(instance.uuid)
             return None
         with lockutils.lock(LOCK):
             state = self._rdt_state()

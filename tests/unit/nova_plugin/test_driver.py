@@ -288,6 +288,23 @@ class TestLifecycle(DriverTestCase):
             inst.uuid).plan.mem_bw.value)
         self.assertEqual(1, len(self.drv._rdt_claims))
 
+    def test_same_host_resize_to_a_plain_flavor(self):
+        inst = self.spawn()
+        plain = instance(0, {})
+        self.drv.finish_migration(None, migration('a', 'a'), plain, 'disk')
+        self.assertIsNone(self.drv._rdt_claims.get(inst.uuid))
+        self.assertEqual(3, self.free_closids())
+        self.drv.confirm_migration(None, migration('a', 'a'), plain, None)
+        self.assertEqual([], self.claimed())
+        self.assertEqual(4, self.free_closids())
+        # And reverted: the old claim is back.
+        inst = self.spawn(1)
+        self.drv.finish_migration(None, migration('a', 'a'),
+                                  instance(1, {}), 'disk')
+        self.drv.cleanup(None, instance(1, {}), None, destroy_disks=False)
+        self.drv.finish_revert_migration(None, inst, None, None)
+        self.assertEqual([inst.uuid], self.claimed())
+
     def test_failed_finish_migration_restores(self):
         inst = self.spawn()
         self.super_finish_migration.side_effect = ValueError('boom')
