@@ -64,10 +64,11 @@ _local = threading.local()
 class RequestView(object):
     """The RDT policy of one RequestSpec, parsed once."""
 
-    __slots__ = ('spec', 'policy', 'error', 'fits')
+    __slots__ = ('spec', 'flavor', 'policy', 'error', 'fits')
 
-    def __init__(self, spec, policy, error):
+    def __init__(self, spec, flavor, policy, error):
         self.spec = spec
+        self.flavor = flavor
         # None when the flavor asks nothing of RDT (no RDT extra spec, or
         # only hw:rdt_monitor=false).
         self.policy = policy
@@ -96,14 +97,15 @@ def _fits_for(policy):
 def request_view(spec_obj):
     """The :class:`RequestView` of a RequestSpec (cached per object).
 
-    A RequestSpec is deserialised anew for every scheduling call and its
-    flavor does not change while the filters and weighers run, so the
-    object's identity is the key.
+    Keyed on the RequestSpec and its flavor object: a RequestSpec is
+    deserialised anew for every scheduling call, and a resize replaces its
+    flavor.
     """
-    view = getattr(_local, 'request', None)
-    if view is not None and view.spec is spec_obj:
-        return view
     flavor = spec_obj.flavor
+    view = getattr(_local, 'request', None)
+    if (view is not None and view.spec is spec_obj and
+            view.flavor is flavor):
+        return view
     specs = getattr(flavor, 'extra_specs', None) or {}
     policy, error = None, None
     try:
@@ -116,7 +118,7 @@ def request_view(spec_obj):
         policy, error = extra_specs.EMPTY, e.message
         LOG.warning('Flavor %(flavor)s cannot be scheduled: %(error)s',
                     {'flavor': getattr(flavor, 'name', '?'), 'error': error})
-    view = RequestView(spec_obj, policy, error)
+    view = RequestView(spec_obj, flavor, policy, error)
     _local.request = view
     return view
 

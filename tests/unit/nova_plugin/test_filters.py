@@ -140,6 +140,9 @@ class TestCaches(base.TestCase):
         self.assertIsNot(first, other)
         # Same policy: the fit cache is shared.
         self.assertIs(first.fits, other.fits)
+        # A resize puts another flavor into the same RequestSpec.
+        spec.flavor = fakes.request_spec({'hw:cache_l3': '10'}).flavor
+        self.assertEqual(10, state.request_view(spec).policy.cache_l3)
 
     def test_host_decoded_once_per_change(self):
         stats = fakes.stats()
