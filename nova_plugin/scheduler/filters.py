@@ -62,9 +62,10 @@ class RDTFilter(filters.BaseHostFilter):
             LOG.info('No host passes RDTFilter: %s', request.error)
             return []
         debug = LOG.isEnabledFor(std_logging.DEBUG)
+        verdict = state.verdict
         passed = []
         for host_state in filter_obj_list:
-            reason = state.host_view(host_state).verdict(request).reason
+            reason = verdict(host_state, request).reason
             if reason is None:
                 passed.append(host_state)
             elif debug:
@@ -81,7 +82,7 @@ class RDTFilter(filters.BaseHostFilter):
             LOG.debug('%(host)s fails RDTFilter: %(reason)s',
                       {'host': host_state, 'reason': request.error})
             return False
-        reason = state.host_view(host_state).verdict(request).reason
+        reason = state.verdict(host_state, request).reason
         if reason is None:
             return True
         LOG.debug('%(host)s fails RDTFilter: %(reason)s',

@@ -136,14 +136,19 @@ def _caps_id(rdt):
 
 
 class Verdict(object):
-    """What a host can do for one plan: a refusal reason or its headroom."""
+    """What a host can do for one plan: a refusal reason or its headroom.
 
-    __slots__ = ('plan', 'reason', 'headroom')
+    ``mbw`` is the host's measured memory bandwidth (None when unknown or
+    for a refusal), for the weigher.
+    """
 
-    def __init__(self, plan, reason, headroom):
+    __slots__ = ('plan', 'reason', 'headroom', 'mbw')
+
+    def __init__(self, plan, reason, headroom=None, mbw=None):
         self.plan = plan
         self.reason = reason
         self.headroom = headroom
+        self.mbw = mbw
 
 
 class HostView(object):
@@ -162,7 +167,10 @@ class HostView(object):
         self.verdicts = {}
 
     def fit(self, request):
-        """The Plan for ``request`` here, or the reason there is none."""
+        """The Plan for ``request`` here, or a refusal :class:`Verdict`.
+
+        Shared by every host of the same hardware and configuration.
+        """
         fits = request.fits
         plan = fits.get(self.caps_id)
         if plan is None:
@@ -171,7 +179,7 @@ class HostView(object):
                 plan = fit_mod.fit(request.policy, rdt.caps, rdt.strategy,
                                    rdt.monitoring)
             except exception.HostCannotServe as e:
-                plan = e.reason
+                plan = Verdict(None, e.reason)
             fits[self.caps_id] = plan
         return plan
 
@@ -184,22 +192,22 @@ class HostView(object):
         if self.rdt is None:
             return _NO_RDT
         plan = self.fit(request)
-        if plan.__class__ is str:
-            return Verdict(None, plan, None)
+        if plan.__class__ is Verdict:
+            return plan
         verdict = self.verdicts.get(id(plan))
         if verdict is not None and verdict.plan is plan:
             return verdict
-        capacity = self.rdt.capacity
+        rdt = self.rdt
         try:
-            capacity.check(plan)
-            verdict = Verdict(plan, None, headroom(self.rdt, plan))
+            rdt.capacity.check(plan)
+            verdict = Verdict(plan, None, headroom(rdt, plan), rdt.mbw)
         except exception.CapacityExhausted as e:
-            verdict = Verdict(plan, e.reason, None)
+            verdict = Verdict(plan, e.reason)
         self.verdicts[id(plan)] = verdict
         return verdict
 
 
-_NO_RDT = Verdict(None, 'the host reports no RDT (no rdt-virt driver)', None)
+_NO_RDT = Verdict(None, 'the host reports no RDT (no rdt-virt driver)')
 
 
 def host_view(host_state):
@@ -215,6 +223,23 @@ def host_view(host_state):
     view = HostView(stats, raw)
     setattr(host_state, HOST_ATTR, view)
     return view
+
+
+def verdict(host_state, request):
+    """The :class:`Verdict` of a HostState for ``request``.
+
+    :func:`host_view` and :meth:`HostView.verdict` in one call, with their
+    cache hits inline: this runs for every host of every RDT request.
+    """
+    view = host_state.__dict__.get(HOST_ATTR)
+    if view is None or view.stats is not host_state.stats:
+        view = host_view(host_state)
+    plan = request.fits.get(view.caps_id)
+    if plan is not None and plan.__class__ is not Verdict:
+        found = view.verdicts.get(id(plan))
+        if found is not None and found.plan is plan:
+            return found
+    return view.verdict(request)
 
 
 def headroom(rdt, plan):

@@ -87,12 +87,10 @@ class RDTWeigher(weights.BaseHostWeigher):
             return [0.0] * len(weighed_obj_list)
         self._local.active = True
         self._local.multiplier = CONF.filter_scheduler.rdt_weight_multiplier
-        headrooms, mbws = [], []
-        for obj in weighed_obj_list:
-            view = state.host_view(obj.obj)
-            verdict = view.verdict(request)
-            headrooms.append(verdict.headroom or 0.0)
-            mbws.append(view.rdt.mbw if view.rdt is not None else None)
+        verdicts = [state.verdict(obj.obj, request)
+                    for obj in weighed_obj_list]
+        headrooms = [v.headroom or 0.0 for v in verdicts]
+        mbws = [v.mbw for v in verdicts]
         known = [m for m in mbws if m is not None]
         top = max(known, default=0.0)
         if top <= 0:
