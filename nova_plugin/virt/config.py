@@ -17,7 +17,7 @@ Nova builds the domain XML from ``nova.virt.libvirt.config`` objects, whose
 :class:`RDTCPUTune` is a ``<cputune>`` that also carries them, and
 :class:`ElementConfig` puts any element (the rdt-virt metadata element) into
 ``guest.metadata``. What the elements contain is decided by
-:mod:`nova_plugin.virt.xml`, which needs no running Nova.
+:mod:`rdt_virt.libvirt.elements`, which needs no running Nova.
 """
 
 import copy
@@ -63,7 +63,7 @@ class ElementConfig(vconfig.LibvirtConfigObject):
 def apply(guest, elements):
     """Add RDT ``elements`` to a ``LibvirtConfigGuest``.
 
-    :param elements: a :class:`nova_plugin.virt.xml.DomainElements`.
+    :param elements: a :class:`rdt_virt.libvirt.elements.DomainElements`.
     """
     if elements.cputune:
         guest.cputune = RDTCPUTune.wrap(guest.cputune)

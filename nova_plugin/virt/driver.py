@@ -16,7 +16,7 @@ Load it with ``[DEFAULT] compute_driver = rdtvirt.RDTLibvirtDriver`` (see
 :mod:`nova_plugin.loader`). On top of ``LibvirtDriver`` it:
 
 * writes each instance's RDT policy into its domain XML
-  (:mod:`nova_plugin.virt.xml`), for all of its vCPUs;
+  (:mod:`rdt_virt.libvirt.elements`), for all of its vCPUs;
 * claims RDT capacity for an instance under a lock when it is spawned on,
   or resized or migrated to, this host, and fails with
   ``ComputeResourcesUnavailable`` when the host has run out, which makes
@@ -43,10 +43,10 @@ from oslo_utils import excutils
 from nova_plugin.virt import claims as claims_mod
 from nova_plugin.virt import config as guest_config
 from nova_plugin.virt import host as host_mod
-from nova_plugin.virt import xml as xml_mod
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities as libvirt_caps
+from rdt_virt.libvirt import elements as xml_mod
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
 from rdt_virt.policy import hoststats

@@ -23,9 +23,9 @@ import time
 
 import libvirt
 
-from nova_plugin.virt import xml as domain_elements
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities
+from rdt_virt.libvirt import elements as domain_elements
 from rdt_virt.policy import default_group
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit
