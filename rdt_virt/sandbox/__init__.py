@@ -14,9 +14,11 @@
 
 The sandbox is a private mount namespace in which
 
-* the emulated resctrl filesystem (:mod:`rdt_virt.emulator`) is mounted on
+* the emulated resctrl filesystem (:mod:`rdt_virt.emulator`) appears on
   ``/sys/fs/resctrl`` (on a small tmpfs over ``/sys/fs``, since sysfs does
-  not allow new directories; the cgroup tree is moved back under it);
+  not allow new directories; the cgroup tree is moved back under it). It is
+  mounted in the sandbox directory in the host's namespace and bound there,
+  so that tools outside, root or not, use the very same filesystem;
 * every CPU's ``cache`` directory in ``/sys/devices/system/cpu`` is replaced
   by one that matches the profile's cache domains, because libvirt takes
   cache ids and CPU lists from there and must agree with resctrl;
@@ -26,8 +28,8 @@ The sandbox is a private mount namespace in which
   never touched;
 * ``virtlogd`` and ``libvirtd`` run with QEMU as root.
 
-Outside the namespace the sandbox is reached through libvirt's socket in the
-sandbox directory and through ``/proc/<pid>/root/sys/fs/resctrl``.
+Outside the namespace the sandbox is reached through libvirt's socket and
+the emulated resctrl, both in the sandbox directory.
 
 ``namespace`` runs inside the namespace, ``launcher`` outside; ``guest``
 builds tiny KVM guests that burn CPU and touch memory.

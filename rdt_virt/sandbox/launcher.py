@@ -19,6 +19,7 @@ import sys
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import launcher as emulator
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import layout
 
@@ -74,9 +75,11 @@ class Sandbox(object):
 
     @property
     def resctrl_root(self):
-        """The emulated resctrl as seen from outside the namespace."""
-        self._require_running()
-        return '/proc/%d/root/sys/fs/resctrl' % self.pid
+        """The emulated resctrl, outside the namespace.
+
+        Inside, libvirt sees the same mount at ``/sys/fs/resctrl``.
+        """
+        return self.paths.resctrl
 
     @property
     def control(self):
@@ -93,9 +96,10 @@ class Sandbox(object):
         return layout.namespace_pids(info['mntns'], info['id']) if info else []
 
     def running(self):
-        """True if the sandbox's namespace holder is alive and ready."""
+        """True if the namespace holder is alive and resctrl is mounted."""
         self.info = layout.read_ready(self.paths)
-        return bool(self.info and self.info['pid'] in self.pids())
+        return bool(self.info and self.info['pid'] in self.pids() and
+                    emulator.is_mounted(self.paths.resctrl))
 
     def _require_running(self):
         if not self.running():
@@ -117,10 +121,22 @@ class Sandbox(object):
         for sub in ('ns', 'private', 'log'):
             shutil.rmtree(os.path.join(self.paths.base, sub),
                           ignore_errors=True)
-        os.makedirs(self.paths.base, exist_ok=True)
+        os.makedirs(self.paths.resctrl, exist_ok=True)
+        # Mounted here, in the host's namespace, so that users other than
+        # root (nova-compute under DevStack) can read it too; the namespace
+        # binds it on /sys/fs/resctrl for libvirt.
+        try:
+            handle = emulator.mount(self.paths.resctrl, self.profile,
+                                    control_socket=self.paths.control,
+                                    log_path=self.paths.log('emulator.log'))
+        except emulator.EmulatorError as e:
+            raise SandboxError('the emulated resctrl did not start: %s' % e)
+        with open(self.paths.emulator_pid, 'w') as f:
+            f.write('%d\n' % handle.pid)
         cmd = ['unshare', '--mount', '--propagation', 'private',
                sys.executable, '-m', 'rdt_virt.sandbox.namespace',
-               '--dir', self.paths.base, '--profile', self.profile]
+               '--dir', self.paths.base, '--profile', self.profile,
+               '--resctrl', self.paths.resctrl]
         if self.paths.cache_dir:
             os.makedirs(self.paths.cache_dir, exist_ok=True)
             cmd += ['--cache-dir', self.paths.cache_dir]
@@ -132,6 +148,7 @@ class Sandbox(object):
         deadline = time.monotonic() + timeout
         while not self.running():
             if proc.poll() is not None:
+                self.stop()
                 raise SandboxError('the sandbox failed to start:\n%s' %
                                    _tail(log_path))
             if time.monotonic() > deadline:
@@ -139,7 +156,6 @@ class Sandbox(object):
                 raise SandboxError('the sandbox did not start within %ss:\n'
                                    '%s' % (timeout, _tail(log_path)))
             time.sleep(0.1)
-        self._process = proc
         return self
 
     def stop(self, timeout=60.0):
@@ -150,19 +166,38 @@ class Sandbox(object):
         self.cleanup()
 
     def cleanup(self):
-        """Kill whatever is left in the namespace of a previous run."""
+        """Kill whatever is left of a previous run and unmount resctrl."""
         info = layout.read_ready(self.paths)
         if info:
             layout.terminate(
                 layout.namespace_pids(info.get('mntns'), info.get('id')))
             os.unlink(self.paths.ready)
         self.info = None
+        if emulator.is_mounted(self.paths.resctrl):
+            emulator.unmount(self.paths.resctrl, lazy=True)
+        pid = _emulator_pid(self.paths.emulator_pid)
+        if pid:
+            layout.terminate([pid])
+            os.unlink(self.paths.emulator_pid)
 
     def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def _emulator_pid(path):
+    """The pid in ``path`` if it is still an emulator process, else None."""
+    try:
+        with open(path) as f:
+            pid = int(f.read())
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            cmdline = f.read()
+    except (OSError, ValueError):
+        return None
+    # Pids are reused: only a process serving the emulator counts.
+    return pid if b'rdt_virt.cmd.emulator' in cmdline else None
 
 
 def _tail(path, lines=30):

@@ -15,6 +15,8 @@
 A sandbox directory holds::
 
     ready.json          written once the sandbox is up (pid, mount ns, ...)
+    resctrl/            the emulated resctrl, mounted in the host namespace
+    emulator.pid        the process serving it
     emulator.sock       the emulator's control socket
     log/                namespace.log, emulator.log
     ns/                 mount sources made inside the namespace
@@ -65,6 +67,14 @@ class Paths(object):
     @property
     def control(self):
         return os.path.join(self.base, 'emulator.sock')
+
+    @property
+    def resctrl(self):
+        return os.path.join(self.base, 'resctrl')
+
+    @property
+    def emulator_pid(self):
+        return os.path.join(self.base, 'emulator.pid')
 
     @property
     def ready(self):

@@ -12,12 +12,13 @@
 
 """The sandbox's first process, run inside its private mount namespace.
 
-``rdt-virt-sandbox start`` runs ``unshare --mount --propagation private``
-with this module as the command. It builds the mounts, starts the emulated
-resctrl, virtlogd and libvirtd, writes ``ready.json`` into the sandbox
-directory and then holds the namespace until it gets SIGTERM, when it stops
-everything it started. Only this process and its children see the mounts;
-they disappear with the namespace.
+``rdt-virt-sandbox start`` mounts the emulated resctrl in the sandbox
+directory and runs ``unshare --mount --propagation private`` with this
+module as the command. It binds that mount on ``/sys/fs/resctrl``, builds
+the other mounts, starts virtlogd and libvirtd, writes ``ready.json`` into
+the sandbox directory and then holds the namespace until it gets SIGTERM,
+when it stops the guests and daemons. Only this process and its children
+see the mounts; they disappear with the namespace.
 """
 
 import argparse
@@ -166,8 +167,8 @@ def _pidfile(path):
         return None
 
 
-def teardown(handle, ident):
-    """Stop the guests, the daemons and the emulator."""
+def teardown(ident):
+    """Stop the guests and the daemons."""
     try:
         import libvirt
         conn = libvirt.open('qemu:///system')
@@ -184,13 +185,9 @@ def teardown(handle, ident):
         pid = _pidfile(pidfile)
         if pid:
             layout.terminate([pid])
-    # Anything else in the namespace (a QEMU libvirt lost) but us and the
-    # emulator, which must outlive its users.
-    keep = {os.getpid(), handle.pid if handle else None}
+    # Anything else in the namespace (a QEMU libvirt lost) but us.
     layout.terminate([p for p in layout.namespace_pids(layout.mntns(), ident)
-                      if p not in keep])
-    if handle:
-        handle.stop()
+                      if p != os.getpid()])
 
 
 def main(argv=None):
@@ -198,10 +195,11 @@ def main(argv=None):
     parser.add_argument('--dir', required=True)
     parser.add_argument('--profile', default='reference')
     parser.add_argument('--cache-dir')
+    parser.add_argument('--resctrl', required=True,
+                        help='the emulated resctrl, mounted outside')
     args = parser.parse_args(argv)
     paths = layout.Paths(args.dir, args.cache_dir)
     profile = profiles.get_profile(args.profile)
-    handle = None
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))
@@ -209,9 +207,7 @@ def main(argv=None):
     try:
         mount_sys_fs(paths)
         ident = layout.write_marker()
-        handle = emulator.mount(RESCTRL, profile.name,
-                                control_socket=paths.control,
-                                log_path=paths.log('emulator.log'))
+        _run('mount', '--bind', args.resctrl, RESCTRL)
         overlay_cpu_caches(paths, profile)
         private_libvirt(paths)
         _log('mounts ready')
@@ -225,17 +221,16 @@ def main(argv=None):
             'mntns': layout.mntns(),
             'id': ident,
             'profile': profile.name,
-            'emulator_pid': handle.pid,
         })
         _log('ready')
         while not stop:
             time.sleep(0.2)
     except Exception as e:
         _log('sandbox failed: %s' % e)
-        teardown(handle, ident)
+        teardown(ident)
         return 1
     _log('stopping')
-    teardown(handle, ident)
+    teardown(ident)
     _log('stopped')
     return 0
 
