@@ -15,6 +15,7 @@
 ::
 
     rdt-virt-sandbox start [--dir DIR] [--profile reference] [--cache-dir C]
+    rdt-virt-sandbox run [--dir DIR] [--profile reference] [--cache-dir C]
     rdt-virt-sandbox status [--dir DIR]
     rdt-virt-sandbox stop [--dir DIR]
     rdt-virt-sandbox guest-image [--program burn|idle] PATH
@@ -22,11 +23,16 @@
 
 ``start`` prints how to reach the sandbox: the libvirt URI, the emulated
 resctrl path, the emulator's control socket and the command that enters the
-namespace. It needs root, /dev/kvm, /dev/fuse, libvirt and QEMU.
+namespace, and returns. ``run`` does the same, then stays in the foreground
+until SIGTERM or SIGINT and stops the sandbox: the form a service manager
+(systemd, DevStack's run_process) wants. Both need root, /dev/kvm,
+/dev/fuse, libvirt and QEMU.
 """
 
 import argparse
+import signal
 import sys
+import time
 
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import guest
@@ -48,22 +54,31 @@ def _describe(sb):
     ])
 
 
+def _wait_for_signal():
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.append(True))
+    while not stop:
+        time.sleep(0.5)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='rdt-virt-sandbox',
         description='An emulated RDT host running a private libvirtd.')
     sub = parser.add_subparsers(dest='command', required=True)
-    for name in ('start', 'status', 'stop'):
+    for name in ('start', 'run', 'status', 'stop'):
         cmd = sub.add_parser(name)
         cmd.add_argument('--dir', default=DEFAULT_DIR,
                          help='sandbox directory (default %(default)s)')
-    start = sub.choices['start']
-    start.add_argument('--profile', default='reference',
-                       choices=sorted(profiles.PROFILES),
-                       help='emulated hardware (default %(default)s)')
-    start.add_argument('--cache-dir', default=DEFAULT_CACHE,
-                       help="libvirt's QEMU capability cache, kept across "
-                            "sandboxes (default %(default)s)")
+    for name in ('start', 'run'):
+        cmd = sub.choices[name]
+        cmd.add_argument('--profile', default='reference',
+                         choices=sorted(profiles.PROFILES),
+                         help='emulated hardware (default %(default)s)')
+        cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
+                         help="libvirt's QEMU capability cache, kept across "
+                              "sandboxes (default %(default)s)")
     image = sub.add_parser('guest-image',
                            help='write a boot image for tiny guests')
     image.add_argument('--program', choices=sorted(guest.PROGRAMS),
@@ -85,9 +100,13 @@ def main(argv=None):
     sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
                           getattr(args, 'cache_dir', None))
     try:
-        if args.command == 'start':
+        if args.command in ('start', 'run'):
             sb.start()
-            print(_describe(sb))
+            print(_describe(sb), flush=True)
+            if args.command == 'run':
+                _wait_for_signal()
+                sb.stop()
+                print('stopped')
         elif args.command == 'status':
             if not sb.running():
                 print('not running (%s)' % args.dir)
