@@ -25,13 +25,10 @@ on top:
   name>`` with the name cut down to host name characters as libvirt's
   ``virDomainDriverGenerateMachineName`` does. Monitor-only ``<cachetune>``
   elements are libvirt's own monitoring groups, not allocations.
-* who applies the bandwidth limit: ``libvirt`` (a ``<memorytune>``),
-  ``shared`` (the agent's group of that percentage) or ``instance`` (the
-  agent writes the value into the instance's own group).
-* the Nova driver's ``<rdt:instance>`` element (``<rdt:policy>``,
-  ``<rdt:plan monitor>``, ``<rdt:mem_bw owner unit value requested>``), the
-  same facts in the form ``nova_plugin.virt.xml`` writes them, read when
-  the domain has no ``<rdtvirt:rdt>`` element.
+* who applies the bandwidth limit: libvirt when the domain has a
+  ``<memorytune>`` for the vCPUs, else the agent: in the shared group of
+  that percentage (``group="shared"``) or in the instance's own group
+  (``group="instance"``: MBps and AMD values, which libvirt cannot write).
 """
 
 from lxml import etree
@@ -41,8 +38,6 @@ from rdt_virt import exception
 from rdt_virt.libvirt import config
 from rdt_virt.libvirt import domain as domain_mod
 from rdt_virt.resctrl import fs
-
-RDT_NS = config.NAMESPACE
 
 _HOSTNAME_CHARS = frozenset('abcdefghijklmnopqrstuvwxyz'
                             'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-')
@@ -110,23 +105,6 @@ def allocations(dom, machine):
     return tuple(out)
 
 
-def _flag(value, default):
-    if value is None:
-        return default
-    return value.lower() in ('true', 'yes', '1', 'on')
-
-
-def _int_or(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return value
-
-
-def _q(tag):
-    return '{%s}%s' % (RDT_NS, tag)
-
-
 def _bandwidth(unit, value, requested, owner):
     return model.BandwidthPolicy(
         unit=unit, value=int(value),
@@ -143,25 +121,6 @@ def _from_rdtvirt(meta, default_monitor):
         policy = {key: bandwidth.requested}
     monitor = default_monitor if meta.monitor is None else meta.monitor
     return policy or {}, bandwidth, monitor
-
-
-def _from_driver(metadata, default_monitor):
-    elem = metadata.find(_q('instance')) if metadata is not None else None
-    if elem is None:
-        return {}, None, default_monitor
-    policy, bandwidth, monitor = {}, None, default_monitor
-    node = elem.find(_q('policy'))
-    if node is not None:
-        policy = {k: _int_or(v) for k, v in node.attrib.items()}
-    plan = elem.find(_q('plan'))
-    if plan is not None:
-        monitor = _flag(plan.get('monitor'), default_monitor)
-        mem_bw = plan.find(_q('mem_bw'))
-        if mem_bw is not None:
-            bandwidth = _bandwidth(mem_bw.get('unit'), mem_bw.get('value'),
-                                   mem_bw.get('requested'),
-                                   mem_bw.get('owner'))
-    return policy, bandwidth, monitor
 
 
 def parse(xml, default_monitor=True):
@@ -183,12 +142,10 @@ def parse(xml, default_monitor=True):
         if domain_id < 0:
             return None
         allocs = allocations(dom, machine_name(domain_id, dom.name))
+        policy, bandwidth, monitor = {}, None, default_monitor
         if dom.metadata is not None:
             policy, bandwidth, monitor = _from_rdtvirt(dom.metadata,
                                                        default_monitor)
-        else:
-            policy, bandwidth, monitor = _from_driver(
-                root.find('metadata'), default_monitor)
     except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
             ValueError, exception.InvalidGroupName) as e:
         raise exception.InvalidXML(what='domain', reason=e)

@@ -19,16 +19,17 @@ cached until an event says it changed, its domain id changes (it was
 restarted) or ``[rdt_agent] domain_refresh_interval`` passes, so a tick
 costs one ``listAllDomains`` call rather than one XML per domain.
 
-libvirt delivers events from its own event loop, which needs a real thread
-(``virEventRunDefaultImpl``) registered before the first connection. When
+libvirt delivers events from its own event loop, which needs a real OS
+thread (``virEventRunDefaultImpl`` blocks in C) registered before the first
+connection; :func:`native` keeps it one even under eventlet. When
 libvirtd goes away (restart, crash) the close callback marks the source
 disconnected; the agent reconnects and runs a full reconciliation, since
 events may have been missed meanwhile.
 """
 
 import collections
-import queue
-import threading
+import importlib
+import sys
 import time
 
 from oslo_log import log as logging
@@ -48,7 +49,26 @@ STOPPED = 'stopped'
 CHANGED = 'changed'
 RECONNECTED = 'reconnected'
 
-_loop_lock = threading.Lock()
+
+def native(name):
+    """The stdlib module ``name`` as the OS provides it.
+
+    libvirt's event loop blocks in C, so it needs a real thread even where
+    eventlet monkey-patched ``threading`` (a process that also imports
+    Nova, such as a test runner): a green thread would block the whole
+    process. Its events then travel through a real queue. Call it when the
+    module is needed, not at import: eventlet patches modules in place.
+    """
+    eventlet = sys.modules.get('eventlet')
+    if eventlet is not None:
+        from eventlet import patcher
+        if patcher.is_monkey_patched('thread'):
+            return patcher.original(name)
+    return importlib.import_module(name)
+
+
+# Created at import, before anyone could patch threading: a real lock.
+_loop_lock = native('threading').Lock()
 _loop_started = False
 
 
@@ -65,8 +85,8 @@ def _start_event_loop(libvirt):
             while True:
                 libvirt.virEventRunDefaultImpl()
 
-        threading.Thread(target=run, name='libvirt-events',
-                         daemon=True).start()
+        native('threading').Thread(target=run, name='libvirt-events',
+                                   daemon=True).start()
         _loop_started = True
 
 
@@ -84,9 +104,9 @@ class LibvirtSource(object):
         self.default_monitor = default_monitor
         self.refresh_interval = refresh_interval
         self.clock = clock
-        self.events = queue.Queue()
+        self.events = native('queue').Queue()
         self._conn = None
-        self._lock = threading.Lock()
+        self._lock = native('threading').Lock()
         # uuid -> (domain id, fetched at, Instance or None)
         self._cache = {}
 

@@ -30,7 +30,7 @@ events and timers, so ticks, events and samples never run concurrently.
 
 import dataclasses
 import os
-import queue
+import queue as stdlib_queue
 import time
 
 from oslo_log import log as logging
@@ -461,6 +461,8 @@ class Agent(object):
 
     def run(self, stop):
         """Serve until ``stop`` (a threading.Event) is set."""
+        # The event queue is the OS's even under eventlet (domains.native).
+        empty = (domains.native('queue').Empty, stdlib_queue.Empty)
         next_tick = self.clock()
         next_sample = next_tick + self.opts.sample_interval
         while not stop.is_set():
@@ -470,13 +472,13 @@ class Agent(object):
                 wait = min(wait, 0.2)
             try:
                 event = self.source.events.get(timeout=min(wait, 1.0))
-            except queue.Empty:
+            except empty:
                 event = None
             while event is not None:
                 self._safe(self.handle, event)
                 try:
                     event = self.source.events.get_nowait()
-                except queue.Empty:
+                except empty:
                     event = None
             now = self.clock()
             if now >= next_tick or self.full_requested:

@@ -23,7 +23,6 @@ event queue.
 """
 
 import os
-import queue
 import shutil
 import subprocess
 import sys
@@ -170,7 +169,7 @@ class FakeSource(object):
 
     def __init__(self):
         self.domains = {}
-        self.events = queue.Queue()
+        self.events = domains.native('queue').Queue()
         self.connected = True
 
     def connect(self):

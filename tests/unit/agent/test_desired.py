@@ -23,14 +23,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures',
                         'libvirt')
 NOVA = ('<nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/'
         '1.1"><nova:name>vm</nova:name></nova:instance>')
-DRIVER_META = '''<rdt:instance xmlns:rdt="http://openstack.org/xmlns/libvirt/\
-rdt-virt/1.0" version="1">
-  <rdt:policy mem_bw_mbps="800" monitor="true"/>
-  <rdt:plan strategy="shared" monitor="true">
-    <rdt:mem_bw owner="instance" unit="MBps" value="800" requested="800"
-                nodes="0,1"/>
-  </rdt:plan>
-</rdt:instance>'''
+RDT = ('<rdtvirt:rdt xmlns:rdtvirt="http://openstack.org/xmlns/libvirt/'
+       'rdt-virt/1.0" version="1">%s</rdtvirt:rdt>')
 
 
 def domain(cputune='', metadata=NOVA, dom_id=7, name='instance-00000007'):
@@ -113,19 +107,21 @@ class TestParse(base.TestCase):
         self.assertEqual(3 * 1024 * 1024, alloc.caches[0].size)
         self.assertTrue(alloc.monitor)
 
-    def test_driver_metadata(self):
-        inst = desired.parse(domain(metadata=NOVA + DRIVER_META))
-        self.assertEqual(model.BandwidthPolicy('MBps', 800, 800,
+    def test_amd_units_with_the_request(self):
+        inst = desired.parse(domain(metadata=NOVA + RDT % (
+            '<rdtvirt:membw unit="amd" value="8" requested="1000" '
+            'group="instance"/><rdtvirt:monitor enabled="no"/>')))
+        self.assertEqual(model.BandwidthPolicy('amd', 8, 1000,
                                                model.INSTANCE),
                          inst.bandwidth)
-        self.assertEqual({'mem_bw_mbps': 800, 'monitor': 'true'},
-                         inst.policy)
-        self.assertTrue(inst.monitor)
+        self.assertEqual({'mem_bw_mbps': 1000}, inst.policy)
+        self.assertFalse(inst.monitor)
 
-    def test_driver_metadata_monitoring_off(self):
-        meta = DRIVER_META.replace('strategy="shared" monitor="true"',
-                                   'strategy="shared" monitor="false"')
-        self.assertFalse(desired.parse(domain(metadata=NOVA + meta)).monitor)
+    def test_monitoring_only_metadata(self):
+        inst = desired.parse(domain(metadata=NOVA + RDT % (
+            '<rdtvirt:monitor enabled="yes"/>')), default_monitor=False)
+        self.assertTrue(inst.monitor)
+        self.assertIsNone(inst.bandwidth)
 
     def test_default_monitoring(self):
         self.assertTrue(desired.parse(domain()).monitor)
