@@ -102,6 +102,22 @@ def domain_xml(name, image, vcpus=1, memory_mib=32, uuid=None,
            cputune=cputune, image=esc(image))
 
 
+def program_started(dom):
+    """True once the boot vCPU runs the guest's program.
+
+    SeaBIOS spends a moment of CPU (about 1.5 s) before it loads the boot
+    sector at 0x7c00; a test that measures the program must wait for it.
+    """
+    import libvirt_qemu
+
+    hmp = libvirt_qemu.VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP
+    registers = libvirt_qemu.qemuMonitorCommand(dom, 'info registers', hmp)
+    eip = int(registers.split('EIP=')[1].split()[0], 16)
+    # "CS =0000 00000000 ...": selector, then the segment base.
+    cs_base = int(registers.split('CS =')[1].split()[1], 16)
+    return 0x7c00 <= cs_base + eip < 0x7e00
+
+
 def vcpu_thread_ids(dom):
     """Thread ids of a running domain's vCPUs, by vCPU index.
 

@@ -88,7 +88,12 @@ class TestSandbox(emulated.SandboxTestCase):
         (burn_tid,) = guest.vcpu_thread_ids(burn)
         (idle_tid,) = guest.vcpu_thread_ids(idle)
         # SeaBIOS spends about 1.5 s of CPU before it boots the program.
-        time.sleep(3)
+        deadline = time.monotonic() + 30
+        while not (guest.program_started(idle) and
+                   guest.program_started(burn)):
+            self.assertLess(time.monotonic(), deadline,
+                            'the guests never reached their programs')
+            time.sleep(0.2)
         before = _cpu_ticks(burn_tid), _cpu_ticks(idle_tid)
         time.sleep(1.5)
         after = _cpu_ticks(burn_tid), _cpu_ticks(idle_tid)
