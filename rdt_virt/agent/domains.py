@@ -173,8 +173,10 @@ class LibvirtSource(object):
 
         uuid = dom.UUIDString()
         now = self.clock()
-        if event in (libvirt.VIR_DOMAIN_EVENT_STARTED,
-                     libvirt.VIR_DOMAIN_EVENT_RESUMED):
+        if event == libvirt.VIR_DOMAIN_EVENT_STARTED:
+            # Also sent for restores and incoming migrations. A resume
+            # follows every start and brings no new thread: not an event
+            # for the agent.
             kind = STARTED
         elif event in (libvirt.VIR_DOMAIN_EVENT_STOPPED,
                        libvirt.VIR_DOMAIN_EVENT_UNDEFINED,

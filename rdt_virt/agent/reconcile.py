@@ -44,6 +44,7 @@ no action at all.
 """
 
 import dataclasses
+import functools
 import re
 import typing
 
@@ -65,6 +66,13 @@ R_SPLIT = 'threads in several control groups'
 R_FOREIGN = 'threads held by group %s of another tool'
 R_ROTATED = 'rotated out (RMID budget)'
 R_PENDING = 'control group not created yet'
+
+
+# Names are derived from validated uuids on every tick: remember them.
+_shared_group = functools.lru_cache(maxsize=1024)(groups_mod.shared_group)
+_instance_group = functools.lru_cache(maxsize=8192)(groups_mod.instance_group)
+_mon_group = functools.lru_cache(maxsize=8192)(groups_mod.mon_group)
+_parse = functools.lru_cache(maxsize=8192)(groups_mod.parse)
 
 
 def is_libvirt_group(name):
@@ -207,11 +215,9 @@ def _intent(inst, threads, caps, settings):
             bw.unit == info.UNIT_PERCENT) else bw.value
         if not inst.allocations:
             if bw.group == model.SHARED and bw.unit == info.UNIT_PERCENT:
-                agent_group = groups_mod.shared_group(settings.prefix,
-                                                      mb_value)
+                agent_group = _shared_group(settings.prefix, mb_value)
             else:
-                agent_group = groups_mod.instance_group(settings.prefix,
-                                                        inst.uuid)
+                agent_group = _instance_group(settings.prefix, inst.uuid)
     tid_group = {}
     if threads is not None:
         for vcpu, tid in threads.vcpus.items():
@@ -221,7 +227,7 @@ def _intent(inst, threads, caps, settings):
             for tid in threads.others:
                 tid_group.setdefault(tid, group)
     dedicated = {a.group for a in inst.allocations}
-    if agent_group is not None and groups_mod.parse(
+    if agent_group is not None and _parse(
             settings.prefix, agent_group)[0] == 'instance':
         dedicated.add(agent_group)
     return _Intent(inst, threads, agent_group, tid_group,
@@ -240,6 +246,44 @@ def groups_of(inst, caps, settings):
     if it.agent_group is not None:
         names.add(it.agent_group)
     return names
+
+
+def cleanup(uuid, inst, snapshot, caps, settings, remaining):
+    """Remove what a stopped instance leaves behind, without libvirt.
+
+    Its monitoring group goes if it holds no thread any more; its agent
+    control group goes if no remaining instance needs it and it is empty.
+    Anything that still holds threads stays for the next full tick, which
+    knows every instance on the host.
+
+    :param snapshot: a snapshot of (at least) the instance's groups.
+    :param remaining: ``{uuid: Instance}`` of the instances still running.
+    :returns: ``(actions, warnings)``.
+    """
+    actions, warnings = [], []
+    mon = _mon_group(settings.prefix, uuid)
+    for name, group in sorted(snapshot.groups.items(),
+                              key=lambda kv: kv[0] or ''):
+        if mon not in group.mon_names:
+            continue
+        if group.mon_groups.get(mon):
+            warnings.append('monitoring group %s still holds threads' % mon)
+        else:
+            actions.append(model.RemoveMonGroup(name, mon))
+    needed = set()
+    for other in remaining.values():
+        needed |= groups_of(other, caps, settings)
+    for name in sorted(groups_of(inst, caps, settings) - needed):
+        kind = _parse(settings.prefix, name)
+        group = snapshot.groups.get(name)
+        if group is None or not kind or kind[0] not in ('shared',
+                                                        'instance'):
+            continue
+        if group.tasks:
+            warnings.append('control group %s still holds threads' % name)
+        else:
+            actions.append(model.RemoveGroup(name))
+    return actions, warnings
 
 
 def mon_candidates(instances, threads, caps, settings):
@@ -421,7 +465,7 @@ class _Planner(object):
             missing = (wanted - groups).pop()
             return model.Placement(
                 reason=self.blocked.get(missing, R_PENDING), **place)
-        mon = groups_mod.mon_group(self.prefix, uuid)
+        mon = _mon_group(self.prefix, uuid)
         place['wants_mon_group'] = True
         if self.window is not None and uuid not in self.window:
             return model.Placement(reason=R_ROTATED, **place)
@@ -444,7 +488,7 @@ class _Planner(object):
         found = {}
         for name, group in self.snap.groups.items():
             for mon in group.mon_names:
-                kind = groups_mod.parse(self.prefix, mon)
+                kind = _parse(self.prefix, mon)
                 if kind and kind[0] == 'monitor':
                     found.setdefault(mon, []).append(name)
         return found
@@ -471,7 +515,7 @@ class _Planner(object):
                 group is ROOT or self.owns(group)):
             return
         uuid = it.inst.uuid
-        mon = groups_mod.mon_group(self.prefix, uuid)
+        mon = _mon_group(self.prefix, uuid)
         if (self.window is not None and uuid not in self.window) or (
                 mon in self.blocked):
             return
@@ -520,7 +564,7 @@ class _Planner(object):
         if not self.snap.complete:
             return
         for name in sorted(n for n in self.snap.groups if n is not ROOT):
-            kind = groups_mod.parse(self.prefix, name)
+            kind = _parse(self.prefix, name)
             if not kind or kind[0] not in ('shared', 'instance') or (
                     name in needed):
                 continue
@@ -547,7 +591,7 @@ class _Planner(object):
         for (group, mon) in sorted(self.mon_assign, key=lambda k: k[1]):
             out.append(model.AssignTasks(
                 group, mon, tuple(self.mon_assign[(group, mon)]),
-                uuid=groups_mod.parse(self.prefix, mon)[1]))
+                uuid=_parse(self.prefix, mon)[1]))
         return out + self.group_removes
 
 
@@ -598,7 +642,7 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
                 it.inst.uuid, it.agent_group, reason=R_NO_PROCESS)
             # Its QEMU is not found (yet): keep its monitoring group.
             planner.existing.pop(
-                groups_mod.mon_group(settings.prefix, it.inst.uuid), None)
+                _mon_group(settings.prefix, it.inst.uuid), None)
             continue
         planner.premove(it)
         final = planner.place_threads(it)

@@ -119,6 +119,14 @@ class Rotation(object):
             self.candidates += 1
         return self.window
 
+    def forget(self, uuid):
+        """An instance stopped: free its place in the window."""
+        if uuid in self.window:
+            self.window = self.window - {uuid}
+            self.candidates = max(self.candidates - 1, 0)
+        self._since.pop(uuid, None)
+        self._left.pop(uuid, None)
+
     def _leave(self, uuid, window, now):
         window.discard(uuid)
         self._since.pop(uuid, None)

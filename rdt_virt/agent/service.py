@@ -32,6 +32,7 @@ import dataclasses
 import os
 import queue as stdlib_queue
 import time
+import zlib
 
 from oslo_log import log as logging
 
@@ -46,6 +47,10 @@ from rdt_virt import exception
 from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
+# Every monitoring group's tasks are read at least once in this many ticks.
+MON_VERIFY_TICKS = 10
+# Seconds between a domain's stop and the tick that removes its groups.
+CLEANUP_DELAY = 1.0
 
 
 @dataclasses.dataclass
@@ -95,17 +100,20 @@ class Agent(object):
         self.rates = {}
         self.blocked = {}            # name -> (reason, until)
         self._generation = {}        # group or mon group -> int
+        # (group, mon group) -> (parent's tasks, tasks) at the last read.
+        self._mon_cache = {}
         self._rmid_cap = None        # (budget, until) after ENOSPC
         self._next_connect = 0.0
         self._warned = set()
-        self.budget = 0
+        self.budget = None           # RMID budget of the last tick
         self.rmids_used = 0
         self.closids_used = 0
-        self.full_requested = False
+        self._full_due = None        # when a full tick was asked for
         self.last_doc = None
         self.last_tick = TickStats()
         self.totals = {'ticks': 0, 'writes': 0, 'events': 0, 'errors': 0}
         self.event_latencies = []
+        self._placed_at = {}         # uuid -> when the fast path read it
 
     # Capabilities ----------------------------------------------------------
 
@@ -132,7 +140,29 @@ class Agent(object):
 
     # Reading resctrl -------------------------------------------------------
 
-    def _read_group(self, name, monitor):
+    def _mon_tasks(self, group, mon, ctrl_tasks, wanted):
+        """Tasks of a monitoring group, from the cache when that is safe.
+
+        A converged tick should not read every monitoring group: their
+        threads are known from the last read as long as nothing was
+        written since, the parent's tasks did not change (a thread came
+        or went) and the group belongs to a live instance (a dead thread
+        in a cached set must not keep an unused group alive). Each group
+        is still read every MON_VERIFY_TICKS ticks, which catches a
+        thread moved straight from it to its parent.
+        """
+        key = (group, mon)
+        cached = self._mon_cache.get(key)
+        if cached is not None and mon in wanted and (
+                cached[0] == ctrl_tasks) and (
+                zlib.crc32(mon.encode()) % MON_VERIFY_TICKS !=
+                self.totals['ticks'] % MON_VERIFY_TICKS):
+            return cached[1]
+        tasks = frozenset(self.resctrl.read_tasks(group, mon))
+        self._mon_cache[key] = (ctrl_tasks, tasks)
+        return tasks
+
+    def _read_group(self, name, monitor, wanted, only):
         rc = self.resctrl
         group = model.GroupState(
             name, tasks=frozenset(rc.read_tasks(name)),
@@ -140,26 +170,39 @@ class Agent(object):
         if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
             mons = rc.list_mon_groups(name)
             group.mon_names = frozenset(mons)
-            group.mon_groups = {m: frozenset(rc.read_tasks(name, m))
-                                for m in mons}
+            group.mon_groups = {m: self._mon_tasks(name, m, group.tasks,
+                                                   wanted)
+                                for m in mons if only is None or m in only}
         return group
 
-    def read_snapshot(self, scope=None):
-        """Read resctrl; ``scope``: only these control groups."""
+    def read_snapshot(self, scope=None, instances=(), only=None):
+        """Read resctrl; ``scope``: only these control groups.
+
+        :param instances: uuids of the live instances, whose monitoring
+            groups may come from the cache.
+        :param only: names of the monitoring groups whose tasks to read
+            (None: all); the others are only listed. For the fast path,
+            which plans one instance.
+        """
         rc = self.resctrl
         monitor = self.caps.monitor is not None
+        wanted = {self.settings.prefix + 'm-' + u for u in instances}
         root = model.GroupState(None, schemata=rc.read_schemata(None))
         if monitor:
             mons = rc.list_mon_groups(None)
             root.mon_names = frozenset(mons)
-            root.mon_groups = {m: frozenset(rc.read_tasks(None, m))
-                               for m in mons if rc.owns(m)}
+            # The default group's own tasks are never read (every thread
+            # of the host): its cache entries depend on nothing else.
+            root.mon_groups = {m: self._mon_tasks(None, m, None, wanted)
+                               for m in mons if rc.owns(m) and (
+                                   only is None or m in only)}
         groups = {None: root}
         names = rc.list_groups() if scope is None else sorted(
             n for n in scope if n is not None)
         for name in names:
             try:
-                groups[name] = self._read_group(name, monitor)
+                groups[name] = self._read_group(name, monitor, wanted,
+                                                only)
             except exception.GroupNotFound:
                 continue
         return model.Snapshot(groups, complete=scope is None)
@@ -200,6 +243,9 @@ class Agent(object):
         return budget
 
     def _apply(self, result, now, ours=0):
+        if result.actions:
+            # What the cache says no longer holds.
+            self._mon_cache.clear()
         outcome = self.executor.apply(result.actions)
         if outcome.blocked:
             self._unplace(result.placements, outcome.blocked)
@@ -217,7 +263,7 @@ class Agent(object):
                 LOG.warning('%s', text)
         self._warned = set(result.warnings)
         if result.needs_full:
-            self.full_requested = True
+            self.request_full()
         return outcome
 
     @staticmethod
@@ -268,7 +314,7 @@ class Agent(object):
         """One full reconciliation; returns :class:`TickStats`."""
         cpu0, start = time.process_time(), self.clock()
         stats = TickStats()
-        self.full_requested = False
+        self._full_due = None
         if not self._ensure_connected(start):
             stats.skipped = 'libvirt unreachable'
             return self._done(stats, cpu0, start)
@@ -287,7 +333,7 @@ class Agent(object):
         threads = self._threads(instances)
         now = self.clock()
         with self.resctrl.lock():
-            snap = self.read_snapshot()
+            snap = self.read_snapshot(instances=instances)
             foreign, ours = self._account(snap)
             cands = reconcile.mon_candidates(instances, threads, self.caps,
                                              self.settings)
@@ -317,24 +363,31 @@ class Agent(object):
         cpu0, start = time.process_time(), self.clock()
         stats = TickStats()
         inst = self.source.instance(uuid)
-        if inst is None or not self.refresh_caps():
+        # Capabilities only change with a remount, which ticks notice.
+        if inst is None or not (self.caps or self.refresh_caps()):
             stats.skipped = 'not a running Nova domain'
             return stats
         self.procfs.forget(uuid)
         threads = self._threads({uuid: inst})
         if uuid not in threads:
             stats.skipped = 'QEMU process not found'
-            self.full_requested = True
+            self.request_full()
             return stats
         now = self.clock()
         scope = reconcile.groups_of(inst, self.caps, self.settings)
         with self.resctrl.lock():
-            snap = self.read_snapshot(scope)
+            snap = self.read_snapshot(
+                scope, set(self.instances) | {uuid},
+                only={self.settings.prefix + 'm-' + uuid})
             cands = reconcile.mon_candidates({uuid: inst}, threads,
                                              self.caps, self.settings)
             window = self.rotation.window
             if cands:
-                window = self.rotation.admit(uuid, self.budget, now)
+                budget = self.budget
+                if budget is None:
+                    # No full tick yet: other tools' groups are unknown.
+                    budget = self._budget(0, now)
+                window = self.rotation.admit(uuid, budget, now)
             result = reconcile.plan({uuid: inst}, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now))
@@ -342,6 +395,7 @@ class Agent(object):
         self.instances[uuid] = inst
         self.threads[uuid] = threads[uuid]
         self.placements[uuid] = result.placements[uuid]
+        self._placed_at[uuid] = start
         stats.actions = len(result.actions)
         stats.writes = outcome.writes
         stats.cpu = time.process_time() - cpu0
@@ -353,22 +407,58 @@ class Agent(object):
         return stats
 
     def stopped(self, uuid):
-        """A domain stopped: forget it; a full tick removes its groups."""
+        """A domain stopped: remove its groups, without asking libvirt.
+
+        A full tick would list every domain, which waits for libvirt while
+        other domains start; the stopped instance's groups are known.
+        Whatever cannot go yet (threads still exiting) is left to a full
+        tick a little later.
+        """
         self.procfs.forget(uuid)
-        self.instances.pop(uuid, None)
+        self.rotation.forget(uuid)
+        self._placed_at.pop(uuid, None)
+        inst = self.instances.pop(uuid, None)
         self.threads.pop(uuid, None)
         self.placements.pop(uuid, None)
-        self.full_requested = True
+        if inst is None or self.caps is None:
+            self.request_full(CLEANUP_DELAY)
+            return
+        scope = reconcile.groups_of(inst, self.caps, self.settings)
+        with self.resctrl.lock():
+            snap = self.read_snapshot(scope, self.instances)
+            actions, warnings = reconcile.cleanup(
+                uuid, inst, snap, self.caps, self.settings, self.instances)
+            if actions:
+                self._mon_cache.clear()
+            outcome = self.executor.apply(actions)
+        self.totals['writes'] += outcome.writes
+        if warnings or outcome.failures:
+            self.request_full(CLEANUP_DELAY)
+
+    @property
+    def full_requested(self):
+        """True when a full tick was asked for (now or soon)."""
+        return self._full_due is not None
+
+    def request_full(self, delay=0.0):
+        """Ask for a full tick within ``delay`` seconds."""
+        due = self.clock() + delay
+        if self._full_due is None or due < self._full_due:
+            self._full_due = due
 
     def handle(self, event):
         """React to one :class:`~rdt_virt.agent.domains.Event`."""
         self.totals['events'] += 1
         if event.kind in (domains.STARTED, domains.CHANGED):
+            if self._placed_at.get(event.uuid, -1.0) >= event.time:
+                # Placed since this event was sent (libvirt announces a
+                # start as started and resumed): nothing new to read.
+                return
             self.fast_path(event.uuid, event.time)
         elif event.kind == domains.STOPPED:
             self.stopped(event.uuid)
         else:
-            self.full_requested = True
+            self.request_full()
 
     # Sampling --------------------------------------------------------------
 
@@ -441,7 +531,7 @@ class Agent(object):
             rmids_total=caps.num_rmids if caps else 0,
             rmids_used=self.rmids_used,
             closids_total=caps.num_closids if caps else 0,
-            closids_used=self.closids_used, mon_budget=self.budget)
+            closids_used=self.closids_used, mon_budget=self.budget or 0)
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:
@@ -467,9 +557,10 @@ class Agent(object):
         next_sample = next_tick + self.opts.sample_interval
         while not stop.is_set():
             now = self.clock()
-            wait = max(0.0, min(next_tick, next_sample) - now)
-            if self.full_requested:
-                wait = min(wait, 0.2)
+            due = min(next_tick, next_sample)
+            if self._full_due is not None:
+                due = min(due, self._full_due)
+            wait = max(0.0, due - now)
             try:
                 event = self.source.events.get(timeout=min(wait, 1.0))
             except empty:
@@ -481,7 +572,8 @@ class Agent(object):
                 except empty:
                     event = None
             now = self.clock()
-            if now >= next_tick or self.full_requested:
+            if now >= next_tick or (self._full_due is not None and
+                                    now >= self._full_due):
                 self._safe(self.tick)
                 next_tick = self.clock() + self.opts.tick_interval
             if now >= next_sample:

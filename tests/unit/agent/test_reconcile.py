@@ -427,3 +427,33 @@ class TestValues(base.TestCase):
         result = reconcile.plan({}, {}, m.Snapshot({}), hosts.REFERENCE, S)
         self.assertEqual([], result.actions)
         self.assertEqual(['resctrl is not mounted'], result.warnings)
+
+
+class TestCleanup(base.TestCase):
+
+    def cleanup(self, snap, remaining=()):
+        return reconcile.cleanup(
+            f.U1, f.inst(bw=f.shared(10)), snap, hosts.REFERENCE, S,
+            {i.uuid: i for i in remaining})
+
+    def test_last_instance_of_a_shared_group(self):
+        actions, warnings = self.cleanup(f.snap(
+            f.group(MB10, [], f.sch(10), {f.M1: [], f.M2: []})))
+        self.assertEqual([m.RemoveMonGroup(MB10, f.M1),
+                          m.RemoveGroup(MB10)], actions)
+        self.assertEqual([], warnings)
+
+    def test_group_still_needed(self):
+        actions, _w = self.cleanup(
+            f.snap(f.group(MB10, [201], f.sch(10), {f.M1: [], f.M2: [201]})),
+            remaining=[f.inst(f.U2, bw=f.shared(10))])
+        self.assertEqual([m.RemoveMonGroup(MB10, f.M1)], actions)
+
+    def test_threads_still_there(self):
+        actions, warnings = self.cleanup(f.snap(
+            f.group(MB10, [101], f.sch(10), {f.M1: [101]})))
+        self.assertEqual([], actions)
+        self.assertEqual(2, len(warnings))
+
+    def test_nothing_left(self):
+        self.assertEqual(([], []), self.cleanup(f.snap()))

@@ -106,3 +106,11 @@ class TestRotation(base.TestCase):
         rot.update(NAMES[:2], 3, 0)
         self.assertIn('new', rot.admit('new', 3, 1))
         self.assertNotIn('late', rot.admit('late', 3, 2))
+
+    def test_forget_frees_the_place(self):
+        rot = rotation.Rotation(60)
+        rot.update(NAMES[:3], 3, 0)
+        self.assertNotIn('late', rot.admit('late', 3, 1))
+        rot.forget('u00')
+        self.assertIn('late', rot.admit('late', 3, 2))
+        self.assertNotIn('u00', rot.window)
