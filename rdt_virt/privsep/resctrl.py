@@ -58,8 +58,25 @@ MAX_TID = 2 ** 22          # the kernel's largest pid_max
 MAX_SCHEMATA = 8192
 
 
+class _Resctrl(fs.Resctrl):
+    """fs.Resctrl plus the one-write form of a tasks update."""
+
+    def add_tasks_at_once(self, tids, group=None, mon_group=None):
+        """Write ``tid,tid,...`` in one write(2).
+
+        Kernels since 6.2 take a comma-separated list and stop at the
+        first thread they refuse; older ones refuse the whole text.
+        """
+        self._write(self.path(group, mon_group, 'tasks'),
+                    ','.join('%d' % t for t in tids))
+
+
+# Whether the kernel takes several thread ids per write: None until seen.
+_MULTI_TID = {'supported': None}
+
+
 def _resctrl():
-    return fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+    return _Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
 
 
 def _is_libvirt(name):
@@ -244,8 +261,21 @@ def assign_tasks(group, mon_group, tids):
     rc = _resctrl()
     check_path(rc, rc.path(group, mon_group, 'tasks'))
     moved, gone = [], []
+    if len(tids) > 1 and _MULTI_TID['supported'] is not False:
+        # One write instead of one per thread; on any refusal (an exited
+        # thread, an old kernel) the per-thread writes below sort it out,
+        # re-moving a moved thread being harmless.
+        try:
+            rc.add_tasks_at_once(tids, group, mon_group)
+            _MULTI_TID['supported'] = True
+            return dict(OK, moved=list(tids), gone=[])
+        except (exception.ResctrlError, OSError):
+            pass
     try:
         moved, gone = rc.add_tasks(tids, group, mon_group)
+        if _MULTI_TID['supported'] is None and not gone:
+            # Every thread was fine alone: the list itself was refused.
+            _MULTI_TID['supported'] = False
     except (exception.ResctrlError, OSError) as e:
         result = (_failure(e) if isinstance(e, exception.ResctrlError)
                   else {'ok': False, 'error': E_REFUSED, 'message': str(e)})

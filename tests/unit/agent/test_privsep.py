@@ -13,9 +13,11 @@
 """The privileged entrypoints refuse anything outside their narrow job."""
 
 import os
+from unittest import mock
 
 import fixtures
 
+from rdt_virt import exception
 from rdt_virt import privsep
 from rdt_virt.privsep import resctrl as priv
 from tests import base
@@ -119,3 +121,34 @@ class TestResults(PrivsepTestCase):
                    group='rdt')
         result = priv.write_schemata(None, 'MB:0=10\n')
         self.assertEqual(priv.E_NOTMOUNTED, result['error'])
+
+
+class TestMultipleThreadsPerWrite(PrivsepTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatchObject(
+            priv, '_MULTI_TID', {'supported': None}))
+        os.mkdir(os.path.join(self.root, 'rdtvirt-mb10'))
+        self.tasks = os.path.join(self.root, 'rdtvirt-mb10', 'tasks')
+        open(self.tasks, 'w').close()
+
+    def test_one_write_when_the_kernel_takes_a_list(self):
+        result = priv.assign_tasks('rdtvirt-mb10', None, [11, 12, 13])
+        self.assertEqual(([11, 12, 13], []), (result['moved'],
+                                              result['gone']))
+        with open(self.tasks) as f:
+            self.assertEqual('11,12,13', f.read())
+        self.assertTrue(priv._MULTI_TID['supported'])
+
+    def test_old_kernel_falls_back_to_one_write_per_thread(self):
+        refused = exception.ResctrlWriteError(self.tasks, '11,12', 22,
+                                              'Invalid argument', 'ok')
+        with mock.patch.object(priv._Resctrl, 'add_tasks_at_once',
+                               side_effect=refused):
+            result = priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertEqual([11, 12], result['moved'])
+        self.assertFalse(priv._MULTI_TID['supported'])
+        with mock.patch.object(priv._Resctrl, 'add_tasks_at_once') as once:
+            priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertFalse(once.called)
