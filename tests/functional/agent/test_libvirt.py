@@ -179,8 +179,10 @@ class TestLibvirt(LibvirtAgentTestCase):
         wait(lambda: self.placed(a, P + 'mb10'), 5, 'placement')
         pid = self.sb.sandbox.pid
         enter = ['nsenter', '--target', str(pid), '--mount', '--']
-        subprocess.check_call(enter + ['sh', '-c', 'kill $(cat '
-                                       '/run/libvirt/libvirtd.pid)'])
+        # Stop it and wait until it is gone (it holds its pid file).
+        subprocess.check_call(enter + [
+            'sh', '-c', 'p=$(cat /run/libvirt/libvirtd.pid); kill $p; '
+            'while kill -0 $p 2>/dev/null; do sleep 0.05; done'])
         wait(lambda: not self.agent.source.connected, 10, 'disconnect')
         subprocess.check_call(enter + namespace.LIBVIRTD)
         wait(lambda: self.agent.source.connected, 20, 'reconnect')

@@ -1,0 +1,165 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A converged tick of rdt-virt-agent with 200 instances of 4 vCPUs.
+
+On the emulated reference host: 200 monitored instances (800 vCPU
+threads), throttled to seven percentages in shared groups, so that both
+control groups and monitoring groups (200 wanted, 184 RMIDs to spare:
+rotating) are involved. After the cold start, it runs ticks between two
+rotations and reports:
+
+* resctrl writes per converged tick, counted by the agent and in the
+  emulator's mutation log (target 0);
+* CPU time of the agent process per tick (target at most 20 ms): on the
+  emulator, where every read is a FUSE round trip to a Python daemon, and
+  on an in-memory (tmpfs) copy of the same converged tree, which is what
+  the agent itself costs with kernel-speed reads; and the wall time on the
+  emulator (mostly waiting for the FUSE daemon);
+* for reference, the CPU time of a sample (counters of every monitored
+  instance) and of the cold start.
+
+libvirt is faked (the real source costs one listAllDomains call per tick
+once the domain XML is cached). Needs root and /dev/fuse.
+
+Run::
+
+    python benchmarks/agent_tick.py [--instances 200] [--vcpus 4] [--ticks 20]
+"""
+
+import argparse
+import os
+import time
+
+from agent_common import CONF  # noqa: I100
+from agent_common import EmulatedHost
+from agent_common import shared
+from agent_common import summary
+
+from rdt_virt.cmd import agent as agent_cmd  # noqa: I100
+from rdt_virt.resctrl import fs
+
+
+def frozen_ticks(env, ticks):
+    """Ticks of a second agent over a static copy of the converged tree.
+
+    The emulator answers every read through FUSE, a context switch to a
+    Python daemon and back, which costs the agent far more CPU than the
+    kernel's resctrl (kernfs) does. A copy of the tree on tmpfs shows the
+    agent's own cost with in-memory reads.
+    """
+    copy = os.path.join(env.dir, 'frozen')
+    for top, dirs, files in os.walk(env.mount):
+        dirs[:] = [d for d in dirs if d != 'mon_data']
+        target = os.path.join(copy, os.path.relpath(top, env.mount))
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            # Read, not copyfile: the emulator's files report size 0.
+            try:
+                with open(os.path.join(top, name)) as f:
+                    text = f.read()
+            except OSError:
+                continue            # write-only files
+            with open(os.path.join(target, name), 'w') as f:
+                f.write(text)
+    for dom in env.agent.caps.monitor.domain_ids:
+        os.makedirs(os.path.join(copy, 'mon_data', 'mon_L3_%02d' % dom))
+    agent = agent_cmd.build_agent(CONF, source=env.source)
+    agent.resctrl = fs.Resctrl(copy, CONF.rdt.group_prefix)
+    agent.tick()
+    return [agent.tick() for _ in range(ticks)]
+
+
+def count_reads(env):
+    """Files and directories a converged tick opens in resctrl."""
+    counted = []
+    rc = env.agent.resctrl
+    real_read, real_list = rc._read, os.listdir
+
+    def read(path):
+        counted.append(path)
+        return real_read(path)
+
+    def listdir(path='.'):
+        if str(path).startswith(rc.root):
+            counted.append(path)
+        return real_list(path)
+
+    rc._read = read
+    os.listdir = listdir
+    try:
+        env.agent.tick()
+    finally:
+        rc._read = real_read
+        os.listdir = real_list
+    return len(counted)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--instances', type=int, default=200)
+    parser.add_argument('--vcpus', type=int, default=4)
+    parser.add_argument('--ticks', type=int, default=20)
+    args = parser.parse_args()
+
+    env = EmulatedHost(rotation_interval=3600.0)
+    try:
+        for i in range(args.instances):
+            env.boot(shared(10 * (i % 7 + 1)), vcpus=args.vcpus)
+        cold = env.agent.tick()
+        print('cold start: %d actions, %d writes, CPU %.1f ms, wall %.1f ms'
+              % (cold.actions, cold.writes, cold.cpu * 1e3, cold.wall * 1e3))
+        env.agent.tick()        # settles anything the cold start deferred
+        seq = env.seq()
+        cpu, wall, writes = [], [], []
+        for _ in range(args.ticks):
+            stats = env.agent.tick()
+            cpu.append(stats.cpu)
+            wall.append(stats.wall)
+            writes.append(stats.writes)
+        logged = env.mutations(seq)
+        samples = []
+        for _ in range(3):
+            t0 = time.process_time()
+            doc = env.agent.sample()
+            samples.append(time.process_time() - t0)
+        host = doc['host']
+        print('instances %d x %d vCPUs, %d control groups, %d monitoring '
+              'groups (budget %d, rotating %s)' % (
+                  args.instances, args.vcpus, host['closids_used'] - 1,
+                  len([u for u, p in env.agent.placements.items()
+                       if p.mon_group]), host['mon_budget'],
+                  host['rotating']))
+        print('converged tick: writes per tick %d (agent), %d in the '
+              'emulator\'s mutation log over %d ticks' % (
+                  max(writes), len(logged), args.ticks))
+        print('converged tick CPU ms: %s' % summary(cpu, 1e3))
+        print('converged tick wall ms: %s' % summary(wall, 1e3))
+        print('sample CPU ms: %s' % summary(samples, 1e3))
+        frozen = frozen_ticks(env, args.ticks)
+        print('converged tick CPU ms on an in-memory copy of the same '
+              'resctrl tree (kernfs-like reads): %s; writes %d' % (
+                  summary([s.cpu for s in frozen], 1e3),
+                  max(s.writes for s in frozen)))
+        reads = count_reads(env)
+        print('resctrl reads per converged tick: %d' % reads)
+        ok = max(writes) == 0 and not logged and (
+            sorted(s.cpu for s in frozen)[len(frozen) // 2] <= 0.020)
+        print('targets (0 writes, median CPU <= 20 ms): %s' % (
+            'met' if ok else 'NOT met'))
+        return 0 if ok else 1
+    finally:
+        env.close()
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
