@@ -1,0 +1,61 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``rdt-virt-scenario``: the reference scenario on an emulated RDT host.
+
+::
+
+    rdt-virt-scenario [--dir DIR]
+
+Starts a sandbox with the emulated reference host, runs rdt-virt-agent
+against it and boots one protected and seven noisy guests, first without
+policy, then with the noisy guests at ``hw:mem_bw=10`` under each
+bandwidth strategy (see :mod:`rdt_virt.sandbox.scenario`). Needs root,
+/dev/kvm, /dev/fuse, libvirt and QEMU.
+"""
+
+import argparse
+import shutil
+import sys
+import tempfile
+
+from rdt_virt.sandbox import launcher
+from rdt_virt.sandbox import scenario
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='rdt-virt-scenario',
+        description='The reference scenario on an emulated RDT host.')
+    parser.add_argument('--dir', help='working directory (default: a new '
+                        'temporary one, removed at the end)')
+    args = parser.parse_args(argv)
+    reasons = launcher.missing_prerequisites()
+    if reasons:
+        print('rdt-virt-scenario: %s' % '; '.join(reasons), file=sys.stderr)
+        return 2
+    # Short: libvirt's socket path lives below it (108 bytes at most).
+    directory = args.dir or tempfile.mkdtemp(prefix='rdt-scenario-',
+                                             dir='/tmp')
+    try:
+        scenario.Scenario(directory).run()
+    except (launcher.SandboxError, RuntimeError) as e:
+        print('rdt-virt-scenario: %s' % e, file=sys.stderr)
+        return 1
+    finally:
+        if not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
