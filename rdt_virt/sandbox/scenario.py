@@ -96,6 +96,8 @@ class Scenario(object):
             cache_dir='/var/cache/rdt-virt/sandbox-libvirt')
         self.agent = None
         self.uuids = {}
+        # Control groups other than the default one, after phases 2 and 3.
+        self.groups = {}
 
     # Plumbing ----------------------------------------------------------
 
@@ -215,7 +217,7 @@ class Scenario(object):
             results['per-instance'] = self.report(
                 'Phase 2: noisy guests at hw:mem_bw=10, per-instance '
                 'strategy (libvirt <memorytune>)')
-            per_instance_groups = self.control_groups()
+            self.groups['per-instance'] = self.control_groups()
 
             self.destroy(NOISY)
             self.start_agent('shared')
@@ -224,8 +226,9 @@ class Scenario(object):
             results['shared'] = self.report(
                 'Phase 3: noisy guests at hw:mem_bw=10, shared strategy '
                 '(rdt-virt-agent group rdtvirt-mb10)')
-            shared_groups = self.control_groups()
-            self.summary(results, per_instance_groups, shared_groups)
+            self.groups['shared'] = self.control_groups()
+            self.summary(results, self.groups['per-instance'],
+                         self.groups['shared'])
         finally:
             self.stop()
         return results
