@@ -19,7 +19,6 @@ default group ways, state file), which it shares with nova-compute.
 import copy
 
 from oslo_config import cfg
-from oslo_privsep import priv_context
 
 from rdt_virt.i18n import _
 
@@ -197,5 +196,9 @@ privsep_group = cfg.OptGroup(
 
 
 def list_opts():
+    # Imported here: oslo.privsep pulls in eventlet, which commands that
+    # only read configuration do not need.
+    from oslo_privsep import priv_context
+
     return {agent_group: agent_opts,
             privsep_group: copy.deepcopy(priv_context.OPTS)}
