@@ -11,4 +11,21 @@
 # under the License.
 
 """rdt-virt-agent: keeps instances' threads in their resctrl groups and
-samples their counters."""
+samples their counters.
+
+Pure logic apart from I/O:
+
+``model``      desired instances, resctrl snapshots, actions, placements
+``reconcile``  (desired, actual) -> actions; ``masks`` its value helpers
+``rotation``   the RMID budget and the rotation of monitoring groups
+``sampler``    rates from cumulative counters
+``publish``    the host state document (``state`` writes and reads it)
+
+I/O:
+
+``desired``    a domain's XML -> its Instance (over rdt_virt.libvirt)
+``domains``    libvirt: running Nova domains and their events
+``procfs``     QEMU processes and their threads
+``executor``   applies actions through rdt_virt.privsep
+``service``    the Agent: ticks, the event fast path, samples, its loop
+"""

@@ -48,9 +48,9 @@ import functools
 import re
 import typing
 
+from rdt_virt.agent import masks
 from rdt_virt.agent import model
 from rdt_virt.policy import groups as groups_mod
-from rdt_virt.resctrl import bitmask
 from rdt_virt.resctrl import info
 from rdt_virt.resctrl import schemata as schemata_mod
 
@@ -80,6 +80,10 @@ def is_libvirt_group(name):
     return bool(name) and bool(_LIBVIRT_GROUP.match(name))
 
 
+default_masks = masks.default_masks
+expected_mb = masks.expected_mb
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """The configuration the reconciliation depends on."""
@@ -96,97 +100,6 @@ class Result:
     warnings: typing.List[str]
     # A libvirt group is missing and only a full snapshot can restore it.
     needs_full: bool = False
-
-
-# Values ----------------------------------------------------------------------
-
-def default_masks(caps, ways):
-    """The default group's L3 masks for ``[rdt] default_group_l3_ways``.
-
-    The lowest ``ways`` ways, plus the hardware-shared ones when that keeps
-    the mask valid. ``{}`` when ``ways`` is 0 or cannot be applied.
-    """
-    masks = {}
-    if ways <= 0:
-        return masks
-    for res in caps.caches.values():
-        if res.level != 3 or ways < res.min_cbm_bits or (
-                ways >= res.cbm_width):
-            continue
-        mask = bitmask.low_ways(res.cbm_mask, ways)
-        shared = mask | res.shareable_bits
-        if res.sparse_masks or bitmask.is_contiguous(shared):
-            mask = shared
-        masks[res.name] = {dom: mask for dom in res.domain_ids}
-    return masks
-
-
-def expected_mb(caps, value):
-    """What the kernel shows after ``value`` is written to an MB line."""
-    mb = caps.mb
-    if mb is None or mb.unit != info.UNIT_PERCENT:
-        return value
-    gran = mb.bandwidth_gran or 1
-    value = max(value, mb.min_bandwidth)
-    return min(-(-value // gran) * gran, info.MAX_PERCENT)
-
-
-def _diff(actual, desired):
-    """The partial schemata update that makes ``actual`` ``desired``."""
-    update = {}
-    for res, doms in desired.items():
-        have = (actual or {}).get(res, {})
-        for dom, value in doms.items():
-            if have.get(dom) != value:
-                update.setdefault(res, {})[dom] = value
-    return update
-
-
-def _cache_lines(schemata):
-    return {res: dict(doms) for res, doms in (schemata or {}).items()
-            if schemata_mod.is_cache_resource(res)}
-
-
-def _cache_resources(caps, level, ctype):
-    res = caps.cache(level, ctype)
-    if res is not None:
-        return [res]
-    if ctype == 'both':
-        # Unified request on a CDP host: same ways for code and data.
-        return [r for r in (caps.cache(level, 'code'),
-                            caps.cache(level, 'data')) if r is not None]
-    return []
-
-
-class _NoRoom(Exception):
-    pass
-
-
-def _carve(alloc, caps, used):
-    """Masks for a restored libvirt allocation, from ways nobody uses."""
-    update = {}
-    taken = {}
-    for req in alloc.caches:
-        resources = _cache_resources(caps, req.level, req.type)
-        if not resources:
-            raise _NoRoom('no L%d %s cache resource' % (req.level, req.type))
-        for res in resources:
-            way = res.way_size(req.cache_id)
-            if not way:
-                raise _NoRoom('unknown way size of %s %d' % (
-                    res.name, req.cache_id))
-            ways = max(-(-req.size // way), res.min_cbm_bits)
-            busy = used.get(res.name, {}).get(req.cache_id, 0)
-            busy |= taken.get((res.name, req.cache_id), 0)
-            mask = bitmask.best_fit(busy, res.cbm_mask, ways)
-            if mask is None:
-                raise _NoRoom('no %d free contiguous ways in %s cache %d' % (
-                    ways, res.name, req.cache_id))
-            taken[(res.name, req.cache_id)] = busy | mask
-            update.setdefault(res.name, {})[req.cache_id] = mask
-    for (name, dom), mask in taken.items():
-        used.setdefault(name, {})[dom] = mask
-    return update
 
 
 # Intents ---------------------------------------------------------------------
@@ -340,7 +253,7 @@ class _Planner(object):
         desired = default_masks(self.caps, self.settings.default_l3_ways)
         actions = []
         if desired and root.schemata is not None:
-            update = _diff(root.schemata, desired)
+            update = masks.diff(root.schemata, desired)
             if update:
                 actions.append(model.WriteSchemata(
                     ROOT, schemata_mod.format(update)))
@@ -352,7 +265,7 @@ class _Planner(object):
         used = {}
         for name, group in self.snap.groups.items():
             sch = self.effective_root if name is ROOT else group.schemata
-            for res, doms in _cache_lines(sch).items():
+            for res, doms in masks.cache_lines(sch).items():
                 for dom, mask in doms.items():
                     used.setdefault(res, {})[dom] = used.get(
                         res, {}).get(dom, 0) | mask
@@ -362,7 +275,7 @@ class _Planner(object):
         """Create or fix one of the agent's control groups."""
         group = self.snap.groups.get(name)
         if group is not None:
-            update = _diff(group.schemata, desired)
+            update = masks.diff(group.schemata, desired)
             if update and group.schemata is not None:
                 self.fixes.append(model.WriteSchemata(
                     name, schemata_mod.format(update)))
@@ -375,7 +288,7 @@ class _Planner(object):
             name, schemata_mod.format(desired)))
 
     def agent_schemata(self, mb_value):
-        desired = _cache_lines(self.effective_root)
+        desired = masks.cache_lines(self.effective_root)
         if mb_value is not None and self.caps.mb is not None:
             desired['MB'] = {dom: mb_value
                              for dom in self.caps.mb.domain_ids}
@@ -393,7 +306,7 @@ class _Planner(object):
         mb = self.alloc_mb(it, alloc)
         group = self.snap.groups.get(alloc.group)
         if group is not None:
-            update = _diff(group.schemata, {'MB': mb} if mb else {})
+            update = masks.diff(group.schemata, {'MB': mb} if mb else {})
             if update and group.schemata is not None:
                 self.fixes.append(model.WriteSchemata(
                     alloc.group, schemata_mod.format(update)))
@@ -404,12 +317,12 @@ class _Planner(object):
             self.needs_full = True
             return
         try:
-            masks = _carve(alloc, self.caps, used)
-        except _NoRoom as e:
+            carved = masks.carve(alloc, self.caps, used)
+        except masks.NoRoom as e:
             self.warnings.append('cannot restore libvirt group %s of %s: %s'
                                  % (alloc.group, it.inst.uuid, e))
             return
-        desired = schemata_mod.merge(self.effective_root, masks)
+        desired = schemata_mod.merge(self.effective_root, carved)
         if mb:
             desired = schemata_mod.merge(desired, {'MB': mb})
         self.available.add(alloc.group)
