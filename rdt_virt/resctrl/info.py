@@ -216,7 +216,7 @@ class HostCapabilities:
         return bool(self.caches or self.membw or self.monitor)
 
 
-def _int(info, path, default=None):
+def _number(info, path, default=None, base=10):
     text = info.get(path)
     if text is None:
         if default is None:
@@ -224,24 +224,19 @@ def _int(info, path, default=None):
                 source='info/' + path, reason='missing')
         return default
     try:
-        return int(text.strip(), 10)
+        return int(text.strip(), base)
     except ValueError:
+        what = 'hexadecimal' if base == 16 else 'a number'
         raise exception.InvalidCapabilities(
-            source='info/' + path, reason='not a number: %r' % text)
+            source='info/' + path, reason='not %s: %r' % (what, text))
+
+
+def _int(info, path, default=None):
+    return _number(info, path, default)
 
 
 def _hex(info, path, default=None):
-    text = info.get(path)
-    if text is None:
-        if default is None:
-            raise exception.InvalidCapabilities(
-                source='info/' + path, reason='missing')
-        return default
-    try:
-        return int(text.strip(), 16)
-    except ValueError:
-        raise exception.InvalidCapabilities(
-            source='info/' + path, reason='not hexadecimal: %r' % text)
+    return _number(info, path, default, base=16)
 
 
 def _resources(info):
