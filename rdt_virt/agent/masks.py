@@ -18,6 +18,9 @@ what was written (MB percentages are rounded up), so comparisons are made
 with the values the kernel would show.
 """
 
+from rdt_virt import exception
+from rdt_virt.policy import default_group
+from rdt_virt.policy import fit
 from rdt_virt.resctrl import bitmask
 from rdt_virt.resctrl import info
 from rdt_virt.resctrl import schemata as schemata_mod
@@ -26,22 +29,13 @@ from rdt_virt.resctrl import schemata as schemata_mod
 def default_masks(caps, ways):
     """The default group's L3 masks for ``[rdt] default_group_l3_ways``.
 
-    The lowest ``ways`` ways, plus the hardware-shared ones when that keeps
-    the mask valid. ``{}`` when ``ways`` is 0 or cannot be applied.
+    ``{}`` when ``ways`` is 0 or this host cannot keep that many ways (the
+    agent reports that when it reads the capabilities).
     """
-    masks = {}
-    if ways <= 0:
-        return masks
-    for res in caps.caches.values():
-        if res.level != 3 or ways < res.min_cbm_bits or (
-                ways >= res.cbm_width):
-            continue
-        mask = bitmask.low_ways(res.cbm_mask, ways)
-        shared = mask | res.shareable_bits
-        if res.sparse_masks or bitmask.is_contiguous(shared):
-            mask = shared
-        masks[res.name] = {dom: mask for dom in res.domain_ids}
-    return masks
+    try:
+        return default_group.reserved_schemata(caps, ways)
+    except exception.InvalidConfig:
+        return {}
 
 
 def expected_mb(caps, value):
@@ -49,9 +43,7 @@ def expected_mb(caps, value):
     mb = caps.mb
     if mb is None or mb.unit != info.UNIT_PERCENT:
         return value
-    gran = mb.bandwidth_gran or 1
-    value = max(value, mb.min_bandwidth)
-    return min(-(-value // gran) * gran, info.MAX_PERCENT)
+    return fit.round_percent(mb, value)
 
 
 def diff(actual, desired):

@@ -44,6 +44,7 @@ from rdt_virt.agent import rotation as rotation_mod
 from rdt_virt.agent import sampler
 from rdt_virt.agent import state
 from rdt_virt import exception
+from rdt_virt.policy import default_group
 from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
@@ -136,6 +137,11 @@ class Agent(object):
             LOG.info('resctrl at %s: features %s, %d CLOSIDs, %d RMIDs',
                      rc.root, ', '.join(sorted(self.caps.features)) or
                      'none', self.caps.num_closids, self.caps.num_rmids)
+            try:
+                default_group.reserved_schemata(
+                    self.caps, self.conf.rdt.default_group_l3_ways)
+            except exception.InvalidConfig as e:
+                LOG.error('%s; the default group keeps its L3 mask', e)
         return True
 
     # Reading resctrl -------------------------------------------------------

@@ -17,10 +17,12 @@ After a mount the default group owns every way, and libvirt only carves
 dedicated ways out of ways no group uses. Shrinking the default group to its
 lowest N ways makes the rest allocatable; every thread not in another group
 (the host, its services, instances without a cache policy) then shares
-those N ways.
+those N ways. The ways the hardware shares with I/O (``shareable_bits``) are
+kept too when the mask stays valid: they are never clean for an instance.
 """
 
 from rdt_virt import exception
+from rdt_virt.resctrl import bitmask
 
 OPTION = '[rdt] default_group_l3_ways'
 
@@ -50,8 +52,10 @@ def reserved_schemata(caps, ways):
                 option=OPTION, value=ways,
                 reason='%s has only %d ways; keep fewer so that some are '
                        'left for instances' % (res.name, res.cbm_width))
-        low = res.cbm_mask & -res.cbm_mask
-        mask = ((1 << ways) - 1) * low
+        mask = bitmask.low_ways(res.cbm_mask, ways)
+        shared = mask | res.shareable_bits
+        if res.sparse_masks or bitmask.is_contiguous(shared):
+            mask = shared
         result[res.name] = {dom: mask for dom in res.domain_ids}
     return result
 

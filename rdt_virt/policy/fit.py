@@ -128,6 +128,15 @@ def _round_up(value, step):
     return -(-value // step) * step
 
 
+def round_percent(mb, value):
+    """The percentage the ``mb`` resource applies for ``value``.
+
+    Raised to its minimum, rounded up to its granularity, at most 100.
+    """
+    value = _round_up(max(value, mb.min_bandwidth), mb.bandwidth_gran or 1)
+    return min(value, info.MAX_PERCENT)
+
+
 def fit_mem_bw(policy, caps):
     """The :class:`MemBwAllocation` of ``policy`` on ``caps``, or None."""
     if not policy.wants_mem_bw:
@@ -145,9 +154,8 @@ def fit_mem_bw(policy, caps):
             raise exception.HostCannotServe(
                 'the host throttles memory bandwidth in absolute units '
                 '(AMD); use %s' % es.MEM_BW_MBPS)
-        value = _round_up(max(policy.mem_bw, mb.min_bandwidth),
-                          mb.bandwidth_gran)
-        return MemBwAllocation(info.UNIT_PERCENT, min(value, 100),
+        return MemBwAllocation(info.UNIT_PERCENT,
+                               round_percent(mb, policy.mem_bw),
                                policy.mem_bw, mb.domain_ids)
     if mb.unit == info.UNIT_PERCENT:
         raise exception.HostCannotServe(
