@@ -58,25 +58,12 @@ MAX_TID = 2 ** 22          # the kernel's largest pid_max
 MAX_SCHEMATA = 8192
 
 
-class _Resctrl(fs.Resctrl):
-    """fs.Resctrl plus the one-write form of a tasks update."""
-
-    def add_tasks_at_once(self, tids, group=None, mon_group=None):
-        """Write ``tid,tid,...`` in one write(2).
-
-        Kernels since 6.2 take a comma-separated list and stop at the
-        first thread they refuse; older ones refuse the whole text.
-        """
-        self._write(self.path(group, mon_group, 'tasks'),
-                    ','.join('%d' % t for t in tids))
-
-
 # Whether the kernel takes several thread ids per write: None until seen.
 _MULTI_TID = {'supported': None}
 
 
 def _resctrl():
-    return _Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+    return fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
 
 
 def _is_libvirt(name):

@@ -481,6 +481,18 @@ class Resctrl(object):
             os.close(fd)
         return moved, gone
 
+    def add_tasks_at_once(self, tids, group=None, mon_group=None):
+        """Move threads into a group with one write of ``tid,tid,...``.
+
+        Kernels since 6.2 take a comma-separated list and stop at the first
+        thread they refuse; older ones refuse the whole text. Callers fall
+        back to :meth:`add_tasks` on any error.
+
+        :raises: ResctrlWriteError with the kernel's last_cmd_status.
+        """
+        self._write(self.path(group, mon_group, 'tasks'),
+                    ','.join('%d' % int(t) for t in tids))
+
     def read_cpus(self, group=None, mon_group=None):
         """CPUs assigned to the group, from ``cpus_list``."""
         return parse_cpu_list(self._read(self.path(group, mon_group,

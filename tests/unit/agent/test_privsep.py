@@ -20,6 +20,7 @@ import fixtures
 from rdt_virt import exception
 from rdt_virt import privsep
 from rdt_virt.privsep import resctrl as priv
+from rdt_virt.resctrl import fs
 from tests import base
 
 LIBVIRT = 'qemu-3-instance-00000003-vcpus_0-1'
@@ -144,11 +145,11 @@ class TestMultipleThreadsPerWrite(PrivsepTestCase):
     def test_old_kernel_falls_back_to_one_write_per_thread(self):
         refused = exception.ResctrlWriteError(self.tasks, '11,12', 22,
                                               'Invalid argument', 'ok')
-        with mock.patch.object(priv._Resctrl, 'add_tasks_at_once',
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once',
                                side_effect=refused):
             result = priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
         self.assertEqual([11, 12], result['moved'])
         self.assertFalse(priv._MULTI_TID['supported'])
-        with mock.patch.object(priv._Resctrl, 'add_tasks_at_once') as once:
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
             priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
         self.assertFalse(once.called)
