@@ -22,6 +22,18 @@ trap 'rm -f "$log"' EXIT
 status=0
 "$TOX" -e "$envs" 2>&1 | tee "$log" || status=$?
 
+# A failure's traceback sits far up a long log; repeat the failing tests
+# (with tracebacks, bounded) where a truncated CI log still shows them.
+if [ "$status" -ne 0 ] && [ -d .stestr ]; then
+    for stestr in .tox/py3/bin/stestr .tox/functional/bin/stestr; do
+        if [ -x "$stestr" ]; then
+            echo "=== failing tests known to stestr ==="
+            "$stestr" failing 2>&1 | tail -n 200 || true
+            break
+        fi
+    done
+fi
+
 # Sum stestr's totals over every suite that ran, for one closing line.
 awk '
     /^ - Passed: /  { p += $3 }

@@ -32,16 +32,19 @@ class TestReferenceScenario(base.TestCase):
         run = scenario.Scenario(directory, out=out, settle=4.0)
         results = run.run()
 
-        for phase in ('per-instance', 'shared'):
-            for name in scenario.NOISY:
-                before = results['none'][name]['mbm_total_bps']
-                after = results[phase][name]['mbm_total_bps']
-                # Throttled to 10%: the emulated traffic follows; CPU
-                # shares move a little between phases.
-                self.assertLess(after, 0.2 * before, (phase, name))
-            self.assertGreater(
-                results[phase][scenario.PROTECTED]['mbm_total_bps'],
-                0.5 * results['none'][scenario.PROTECTED]['mbm_total_bps'])
+        def share(phase, name):
+            # Relative to the protected guest of the same phase: other
+            # tests may load the same cores, but all guests alike.
+            rates = results[phase]
+            return (rates[name]['mbm_total_bps'] /
+                    rates[scenario.PROTECTED]['mbm_total_bps'])
+
+        for name in scenario.NOISY:
+            self.assertGreater(share('none', name), 0.5, name)
+            for phase in ('per-instance', 'shared'):
+                # Throttled to 10%: the emulated traffic follows.
+                self.assertLess(share(phase, name),
+                                0.25 * share('none', name), (phase, name))
         self.assertEqual(7, len(run.groups['per-instance']))
         self.assertEqual(['rdtvirt-mb10'], run.groups['shared'])
         report = out.getvalue()
