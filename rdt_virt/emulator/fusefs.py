@@ -31,6 +31,7 @@ offset 0 and later offsets continue from that text.
 import errno
 import itertools
 import os
+import stat
 import threading
 
 import mfusepy
@@ -89,7 +90,10 @@ class ResctrlOperations(mfusepy.Operations):
 
     @_fuse_errors
     def readdir(self, path, fh):
-        return ['.', '..'] + self.tree.readdir(path)
+        # With each entry's type, as kernfs gives it: listing groups then
+        # costs no lookup per entry.
+        return [('.', stat.S_IFDIR, 0), ('..', stat.S_IFDIR, 0)] + [
+            (name, mode, 0) for name, mode in self.tree.readdir_modes(path)]
 
     @_fuse_errors
     def open(self, path, flags):

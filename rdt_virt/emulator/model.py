@@ -291,19 +291,34 @@ class ResctrlModel(object):
             self._snap = (now, self.threads.snapshot())
         return self._snap[1]
 
-    def _inherit(self, tid, sample):
-        for parent in (sample.tgid, sample.ppid):
-            if parent != tid and parent in self._members:
-                self._members[tid] = self._members[parent]
-                return
+    def _inherit(self, tid, tgid, ppid_of):
+        """A new thread joins its creator's group, as clone() does.
 
-    def _observe(self, samples):
-        for tid, sample in samples.items():
+        The creator is taken to be the thread group leader, or for a new
+        process its parent; ``ppid_of(tid)`` is only asked in that case.
+        """
+        parent = tgid if tgid != tid else None
+        if parent not in self._members:
+            parent = ppid_of(tid)
+        if parent is not None and parent != tid and parent in self._members:
+            self._members[tid] = self._members[parent]
+
+    def _observe(self, alive, ppid_of):
+        """Births and deaths since the last look; ``alive``: tid -> tgid."""
+        for tid, tgid in alive.items():
             if tid not in self._seen:
-                self._inherit(tid, sample)
-        for tid in [t for t in self._members if t not in samples]:
+                self._inherit(tid, tgid, ppid_of)
+        for tid in [t for t in self._members if t not in alive]:
             del self._members[tid]
-        self._seen = set(samples)
+        self._seen = set(alive)
+
+    def _observe_samples(self, samples):
+        self._observe({t: s.tgid for t, s in samples.items()},
+                      lambda tid: samples[tid].ppid)
+
+    def _lookup_ppid(self, tid):
+        sample = self.threads.lookup(tid)
+        return sample.ppid if sample else None
 
     def refresh(self):
         """Bring tasks and counters up to date with the threads."""
@@ -314,7 +329,7 @@ class ResctrlModel(object):
 
     def _update_counters(self):
         samples = self._snapshot()
-        self._observe(samples)
+        self._observe_samples(samples)
         if self.profile.mon:
             self.counters.update(self.clock(), samples, self._effective)
 
@@ -339,11 +354,12 @@ class ResctrlModel(object):
 
     def tasks(self, group):
         """Thread ids in *group* (a control group includes its mon groups)."""
-        # Always fresh: a thread that exited must not be listed.
-        samples = self._snapshot(max_age=0)
-        self._observe(samples)
+        # Always fresh: a thread that exited must not be listed. The ids
+        # alone suffice, which saves reading every thread's stat.
+        alive = self.threads.tids()
+        self._observe(alive, self._lookup_ppid)
         out = []
-        for tid in samples:
+        for tid in alive:
             owner = self._owner(tid)
             if owner is group or (group.kind == CTRL and owner.ctrl is group):
                 out.append(tid)
@@ -496,7 +512,7 @@ class ResctrlModel(object):
             raise kparse.KernelError(
                 errno.EPERM, "No permission to move task %d\n" % tid)
         if tid not in self._seen:
-            self._inherit(tid, sample)
+            self._inherit(tid, sample.tgid, lambda _tid: sample.ppid)
             self._seen.add(tid)
         current = self._owner(tid)
         if current is group:

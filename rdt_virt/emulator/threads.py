@@ -13,11 +13,13 @@
 """Threads of the host, as the emulated kernel sees them.
 
 The model never touches ``/proc`` itself; it asks a thread source, so unit
-tests can hand it fake threads. A source has two methods:
+tests can hand it fake threads. A source has three methods:
 
 ``snapshot()``
     ``{tid: ThreadSample}`` for every live thread (``uid``/``suid`` may be
     None there).
+``tids()``
+    ``{tid: tgid}`` for every live thread, cheaply (no per-thread files).
 ``lookup(tid)``
     one :class:`ThreadSample` with ``uid``/``suid``, or None when no such
     thread exists (it exited, or never did).
@@ -82,6 +84,22 @@ class ProcThreads(object):
                     continue
                 out[int(tid)] = ThreadSample(int(tid), int(pid), ppid,
                                              cpu_ns, cpu, None, None)
+        return out
+
+    def tids(self):
+        out = {}
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except FileNotFoundError:
+            return out
+        for pid in pids:
+            try:
+                tids = os.listdir(os.path.join(self.proc, pid, 'task'))
+            except (FileNotFoundError, ProcessLookupError,
+                    NotADirectoryError):
+                continue
+            tgid = int(pid)
+            out.update((int(tid), tgid) for tid in tids)
         return out
 
     def lookup(self, tid):

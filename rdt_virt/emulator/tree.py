@@ -139,6 +139,10 @@ class ResctrlTree(object):
     def _child(self, node, name):
         if name not in self._children(node):
             raise _err(errno.ENOENT)
+        return self._node(node, name)
+
+    def _node(self, node, name):
+        """The node of ``name``, an entry of directory ``node``."""
         m = self.model
         if node.kind == GROUP:
             group = node.group
@@ -202,7 +206,7 @@ class ResctrlTree(object):
             ctime = ctime or self.mount_time
             if node.kind in _DIRS:
                 subdirs = [n for n in self._children(node)
-                           if self._child(node, n).kind in _DIRS]
+                           if self._node(node, n).kind in _DIRS]
                 st_mode, nlink = stat.S_IFDIR | mode, 2 + len(subdirs)
             else:
                 st_mode, nlink = stat.S_IFREG | mode, 1
@@ -216,6 +220,16 @@ class ResctrlTree(object):
             if node.kind not in _DIRS:
                 raise _err(errno.ENOTDIR)
             return self._children(node)
+
+    def readdir_modes(self, path):
+        """``(name, file type bits)`` of each entry, for typed listings."""
+        with self.model.lock:
+            node = self.resolve(path)
+            if node.kind not in _DIRS:
+                raise _err(errno.ENOTDIR)
+            return [(name, stat.S_IFDIR if self._node(node, name).kind
+                     in _DIRS else stat.S_IFREG)
+                    for name in self._children(node)]
 
     def check_open(self, path, writing):
         """kernfs refuses to open a read-only file for writing (EACCES)."""

@@ -117,6 +117,16 @@ def parse_mon_value(text):
         return MonValue(None, 'unparsable %r' % text)
 
 
+def _subdirs(path):
+    """Sorted names of the directories in ``path``.
+
+    From the directory entries' types, so a listing is one call: resctrl
+    (kernfs) fills them in, where a stat per entry would cost a lookup.
+    """
+    with os.scandir(path) as entries:
+        return sorted(e.name for e in entries if e.is_dir())
+
+
 def _unescape_mountinfo(field):
     return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
 
@@ -321,17 +331,14 @@ class Resctrl(object):
         """Names of the control groups, the default group excluded."""
         if not self.is_mounted():
             raise exception.ResctrlNotMounted(path=self.root)
-        return sorted(
-            name for name in os.listdir(self.root)
-            if name not in RESERVED_NAMES and
-            os.path.isdir(os.path.join(self.root, name)))
+        return [name for name in _subdirs(self.root)
+                if name not in RESERVED_NAMES]
 
     def list_mon_groups(self, group=None):
         """Names of the monitoring groups of ``group`` (None: default)."""
         base = self.path(group, None, 'mon_groups')
         try:
-            return sorted(name for name in os.listdir(base)
-                          if os.path.isdir(os.path.join(base, name)))
+            return _subdirs(base)
         except FileNotFoundError:
             self._missing(base)
 

@@ -102,6 +102,19 @@ class FilesystemTest(base.EmulatorTestCase):
             self.assertErrno(errno.EPERM, os.rename,
                              self.path('g1/mon_groups/m2'), self.path('m2')))
 
+    def test_listings_carry_entry_types(self):
+        # As on kernfs, readdir says which entries are directories, so
+        # listing groups needs no stat per entry: a group removed after
+        # the listing still reads as a directory from its entry.
+        os.mkdir(self.path('g1'))
+        with os.scandir(self.root) as listing:
+            entries = {e.name: e for e in listing}
+        os.rmdir(self.path('g1'))
+        self.assertTrue(entries['g1'].is_dir())
+        self.assertTrue(entries['info'].is_dir())
+        self.assertFalse(entries['schemata'].is_dir())
+        self.assertTrue(entries['schemata'].is_file())
+
     def test_flock_on_the_root(self):
         # libvirt serialises its changes with flock(LOCK_EX) on the root.
         fd1 = os.open(self.root, os.O_RDONLY)

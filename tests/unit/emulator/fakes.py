@@ -43,6 +43,9 @@ class FakeThreads(object):
     def snapshot(self):
         return dict(self.threads)
 
+    def tids(self):
+        return {tid: t.tgid for tid, t in self.threads.items()}
+
     def lookup(self, tid):
         return self.threads.get(tid)
 

@@ -13,6 +13,7 @@
 """Group directories: mkdir limits, rmdir, rename, remount, layout."""
 
 import errno
+import stat
 
 from tests.unit.emulator import fakes
 
@@ -36,6 +37,19 @@ class LayoutTest(fakes.ModelTestCase):
                           'mbm_local_bytes'],
                          self.tree.readdir('/mon_data/mon_L3_01'))
         self.assertIn('g1', self.tree.readdir('/'))
+
+    def test_entry_types(self):
+        self.tree.mkdir('/g1')
+        modes = dict(self.tree.readdir_modes('/'))
+        self.assertEqual(self.tree.readdir('/'), list(modes))
+        self.assertEqual(
+            {'info', 'mon_data', 'mon_groups', 'g1'},
+            {n for n, m in modes.items() if m == stat.S_IFDIR})
+        self.assertEqual(stat.S_IFREG, modes['schemata'])
+        self.assertEqual([('llc_occupancy', stat.S_IFREG),
+                          ('mbm_total_bytes', stat.S_IFREG),
+                          ('mbm_local_bytes', stat.S_IFREG)],
+                         self.tree.readdir_modes('/mon_data/mon_L3_00'))
 
     def test_modes_and_owners(self):
         self.tree.mkdir('/g1', 0o750, ctx=fakes.tree.Context(1000, 100, 5))
