@@ -15,6 +15,7 @@
 import errno
 import fcntl
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -302,12 +303,16 @@ class CliTest(base.EmulatorTestCase):
     profile = 'l3-cat'
 
     def test_background_mount_and_umount(self):
-        mnt = tempfile.mkdtemp()
-        sock = os.path.join(tempfile.mkdtemp(), 'control')
+        work = tempfile.mkdtemp(prefix='rdt-emu-cli-')
+        self.addCleanup(shutil.rmtree, work, True)
+        mnt = os.path.join(work, 'resctrl')
+        os.mkdir(mnt)
+        sock = os.path.join(work, 'control')
         cli = [sys.executable, '-m', 'rdt_virt.cmd.emulator']
         self.addCleanup(launcher.unmount, mnt, True)
         out = subprocess.run(cli + ['mount', '--profile', 'monitoring',
-                                    '--control', sock, mnt],
+                                    '--control', sock, '--log-file',
+                                    os.path.join(work, 'emulator.log'), mnt],
                              capture_output=True, text=True, check=True)
         pid = int(out.stdout)
         self.assertTrue(launcher.is_mounted(mnt))
