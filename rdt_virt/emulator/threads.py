@@ -61,46 +61,38 @@ class ProcThreads(object):
         except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
             return None
 
-    def snapshot(self):
-        out = {}
+    def _listing(self):
+        """``(pid, tid)`` text pairs of every live thread."""
         try:
             pids = [p for p in os.listdir(self.proc) if p.isdigit()]
         except FileNotFoundError:
-            return out
-        for pid in pids:
-            task_dir = os.path.join(self.proc, pid, 'task')
-            try:
-                tids = os.listdir(task_dir)
-            except (FileNotFoundError, ProcessLookupError,
-                    NotADirectoryError):
-                continue
-            for tid in tids:
-                text = self._read(os.path.join(task_dir, tid, 'stat'))
-                if not text:
-                    continue
-                try:
-                    ppid, cpu_ns, cpu = parse_stat(text)
-                except (ValueError, IndexError):
-                    continue
-                out[int(tid)] = ThreadSample(int(tid), int(pid), ppid,
-                                             cpu_ns, cpu, None, None)
-        return out
-
-    def tids(self):
-        out = {}
-        try:
-            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
-        except FileNotFoundError:
-            return out
+            return
         for pid in pids:
             try:
                 tids = os.listdir(os.path.join(self.proc, pid, 'task'))
             except (FileNotFoundError, ProcessLookupError,
                     NotADirectoryError):
+                continue        # exited since the listing
+            for tid in tids:
+                yield pid, tid
+
+    def snapshot(self):
+        out = {}
+        for pid, tid in self._listing():
+            text = self._read(os.path.join(self.proc, pid, 'task', tid,
+                                           'stat'))
+            if not text:
                 continue
-            tgid = int(pid)
-            out.update((int(tid), tgid) for tid in tids)
+            try:
+                ppid, cpu_ns, cpu = parse_stat(text)
+            except (ValueError, IndexError):
+                continue
+            out[int(tid)] = ThreadSample(int(tid), int(pid), ppid, cpu_ns,
+                                         cpu, None, None)
         return out
+
+    def tids(self):
+        return {int(tid): int(pid) for pid, tid in self._listing()}
 
     def lookup(self, tid):
         # /proc/<tid> resolves any thread id, listed or not.
