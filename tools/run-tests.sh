@@ -22,16 +22,18 @@ trap 'rm -f "$log"' EXIT
 status=0
 "$TOX" -e "$envs" 2>&1 | tee "$log" || status=$?
 
-# A failure's traceback sits far up a long log; repeat the failing tests
-# (with tracebacks, bounded) where a truncated CI log still shows them.
-if [ "$status" -ne 0 ] && [ -d .stestr ]; then
-    for stestr in .tox/py3/bin/stestr .tox/functional/bin/stestr; do
-        if [ -x "$stestr" ]; then
-            echo "=== failing tests known to stestr ==="
-            "$stestr" failing 2>&1 | tail -n 200 || true
-            break
-        fi
-    done
+# A failure's traceback sits far up a long log: repeat the failed tests
+# and the start of stestr's failure report where a truncated CI log still
+# shows them.
+if [ "$status" -ne 0 ]; then
+    echo "=== stestr's failure reports, repeated from above ==="
+    awk '
+        /^Failed [0-9]+ tests - output below:$/ { on = 1; n = 0 }
+        on && n < 150 { print; n++ }
+        /^Totals$/ { on = 0 }
+    ' "$log"
+    echo "=== failed tests ==="
+    grep -E '^\{[0-9]+\} .* \.\.\. FAILED$' "$log" || true
 fi
 
 # Sum stestr's totals over every suite that ran, for one closing line.
