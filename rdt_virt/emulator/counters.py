@@ -118,6 +118,21 @@ class Counters(object):
     def restore(self, group, state):
         self._states[group] = state
 
+    def occupancy(self, group):
+        """``{domain: bytes}`` of L3 the group's RMID holds now."""
+        state = self._states.get(group)
+        if state is None:
+            return {}
+        out = {}
+        for dom in self.domains:
+            cell = state.cells.get((dom, OCCUPANCY))
+            if cell is not None and cell.injected:
+                out[dom] = cell.value
+            else:
+                out[dom] = min(state.footprint[dom],
+                               self._allowed(group, dom))
+        return out
+
     def reset(self, group):
         """Zero the counters, as a hardware reset would; keep injections."""
         state = self._states[group]
