@@ -23,7 +23,7 @@
     rdt-virt-emulator topology --profile reference [--cpus 0-1]
     rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
         set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay|
-        limbo|set-limbo-occupancy ...
+        limbo|set-limbo-occupancy|hardware-reset ...
 
 ``mount`` runs in the background by default and prints the pid of the
 process serving the mount once the mount is up.
@@ -45,7 +45,7 @@ LOG = logging.getLogger(__name__)
 
 _CTL_OPS = ('ping', 'status', 'log', 'truth', 'remount', 'set-counter',
             'set-rate', 'set-sentinel', 'clear', 'reset', 'set-limbo-delay',
-            'limbo', 'set-limbo-occupancy')
+            'limbo', 'set-limbo-occupancy', 'hardware-reset')
 
 
 def _setup_logging(debug):
@@ -131,6 +131,8 @@ def _ctl_args(args):
         'reset': {'group': args.group},
         'set-limbo-delay': {'seconds': args.seconds},
         'limbo': {},
+        'hardware-reset': dict(where, group=args.group,
+                               seconds=args.seconds or 1.0),
         'set-limbo-occupancy': {'rmid': args.rmid, 'value': args.value,
                                 'domain': args.domain},
     }[args.op]

@@ -34,6 +34,9 @@ TEXT}``. Groups are named by their path in the mount: ``/`` (the root),
                    ``Unassigned`` or null) [, ``domain``, ``event``]
 ``clear``          ``group`` [, ``domain``, ``event``]: back to the model
 ``reset``          ``group``: zero its counters
+``hardware_reset`` ``group`` [, ``seconds``, ``domain``, ``event``]: AMD
+                   hardware stops tracking the RMID (``Unavailable``, then
+                   the kernel's wrap jump)
 ``set_limbo_delay`` ``seconds`` between two limbo checks (0: no limbo)
 ``limbo``          RMIDs in limbo: occupancy per domain, busy domains,
                    threshold, next check
@@ -212,6 +215,15 @@ class ControlServer(object):
             'rmid': rmid, 'domain': domain, 'value': value})
         return self._op_limbo()
 
+    def _op_hardware_reset(self, group, seconds=1.0, domain=None,
+                           event=None):
+        if self.model.profile.vendor != 'amd':
+            raise ValueError('only AMD hardware resets the counters of '
+                             'RMIDs it stops tracking')
+        return self._inject('hardware_reset', group, lambda g, d, e: (
+            self.model.counters.hardware_reset(g, float(seconds), d, e)),
+            domain, event, seconds)
+
     def _op_set_limbo_delay(self, seconds):
         self.model.limbo_delay = float(seconds)
         self.model.log.record('set_limbo_delay', '/', seconds)
@@ -292,6 +304,10 @@ class ControlClient(object):
 
     def reset(self, group):
         return self.call('reset', group=group)
+
+    def hardware_reset(self, group, seconds=1.0, domain=None, event=None):
+        return self.call('hardware_reset', group=group, seconds=seconds,
+                         domain=domain, event=event)
 
     def set_limbo_delay(self, seconds):
         return self.call('set_limbo_delay', seconds=seconds)

@@ -407,6 +407,11 @@ class ResctrlModel(object):
         val = group.ctrl.config.get('MB', {}).get(dom, mb.max_bandwidth)
         if self.profile.mba_mbps:
             return 1.0, val
+        if mb.unit_bytes_per_second:
+            # Absolute units (AMD): a cap, except the unlimited value.
+            if val >= mb.max_bandwidth:
+                return 1.0, None
+            return 1.0, val * mb.unit_bytes_per_second / counters_mod.MIB
         return min(1.0, val / float(mb.max_bandwidth)), None
 
     def read_counter(self, group, dom, event):

@@ -99,6 +99,22 @@ class ControlTest(fakes.ModelTestCase):
         self.assertRaises(control.ControlError,
                           self.client.set_limbo_occupancy, rmid, 0)
 
+    def test_hardware_reset(self):
+        # Intel counters are not reset behind the kernel's back.
+        self.assertRaises(control.ControlError, self.client.hardware_reset,
+                          'g1')
+        self.client.remount('amd')
+        self.tree.mkdir('/g1')
+        self.client.set_counter('g1', 1000, domain=0,
+                                event='mbm_total_bytes')
+        self.client.hardware_reset('g1', seconds=1, domain=0,
+                                   event='mbm_total_bytes')
+        self.assertEqual('Unavailable\n', self.read(
+            '/g1/mon_data/mon_L3_00/mbm_total_bytes'))
+        self.clock.advance(1)
+        self.assertEqual('%d\n' % ((1 << 44) * 64), self.read(
+            '/g1/mon_data/mon_L3_00/mbm_total_bytes'))
+
     def test_errors(self):
         cases = [
             (lambda: self.client.call('nope'), "unknown op 'nope'"),
