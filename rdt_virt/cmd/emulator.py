@@ -15,7 +15,7 @@
 ::
 
     rdt-virt-emulator mount --profile reference [--kernel 6.1+bw_validate]
-        [--control SOCK] MOUNTPOINT
+        [--cmdline 'rdt=l3cat'] [--control SOCK] MOUNTPOINT
     rdt-virt-emulator mount --foreground ... MOUNTPOINT
     rdt-virt-emulator umount MOUNTPOINT
     rdt-virt-emulator profiles
@@ -81,6 +81,10 @@ def _parser():
                         '"kernels"; default: newest)')
     p.add_argument('--legacy-kernel', action='store_true',
                    help='same as --kernel 6.1')
+    p.add_argument('--cmdline', metavar='TEXT',
+                   help='kernel command line of the emulated boot (default: '
+                        'the profile\'s); e.g. "" to boot the reference '
+                        'host without rdt=l3cat')
     p.add_argument('--limbo-delay', type=float, metavar='SECONDS',
                    help='seconds a freed RMID stays busy (default 1)')
     p.add_argument('--log-file', help='output of the background process')
@@ -139,7 +143,7 @@ def _ctl_args(args):
 
 
 def _mount(args):
-    profile = profiles.get_profile(args.profile)
+    profile = profiles.get_profile(args.profile, args.cmdline)
     kernel = kernels.get_kernel(args.kernel or (
         '6.1' if args.legacy_kernel else None))
     if args.foreground:
@@ -154,7 +158,7 @@ def _mount(args):
                        kernel=kernel)
         return 0
     handle = launcher.mount(args.mountpoint, profile, args.control,
-                            kernel=kernel,
+                            kernel=kernel, cmdline=args.cmdline,
                             limbo_delay=args.limbo_delay,
                             log_path=args.log_file, debug=args.debug)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '

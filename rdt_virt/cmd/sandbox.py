@@ -92,6 +92,9 @@ def main(argv=None):
                          help='emulated kernel release and features, e.g. '
                               '6.1 or 6.1+bw_validate (default: newest; '
                               'see "rdt-virt-emulator kernels")')
+        cmd.add_argument('--cmdline', metavar='TEXT',
+                         help='emulated kernel command line (default: the '
+                              'profile\'s, e.g. rdt=l3cat for reference)')
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
@@ -116,7 +119,8 @@ def main(argv=None):
     try:
         sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
                               getattr(args, 'cache_dir', None),
-                              kernel=getattr(args, 'kernel', None))
+                              kernel=getattr(args, 'kernel', None),
+                              cmdline=getattr(args, 'cmdline', None))
     except kernels.UnknownKernel as e:
         print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
         return 2

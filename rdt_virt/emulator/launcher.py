@@ -188,7 +188,7 @@ def _tail(path, lines=20):
 
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
-          debug=False, kernel=None):
+          debug=False, kernel=None, cmdline=None):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
@@ -197,7 +197,9 @@ def mount(mountpoint, profile='reference', control_socket=None,
     :param legacy: behave as Linux 6.1 (``kernel='6.1'``).
     :param kernel: kernel spec, e.g. ``'6.1+bw_validate'`` (see
         :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
-    :param limbo_delay: seconds freed RMIDs stay busy (default 1.0).
+    :param cmdline: kernel command line of the emulated boot (default: the
+        profile's; ``rdt=`` options and CPU quirks decide what is enabled).
+    :param limbo_delay: seconds between limbo checks (default 1.0).
     :param log_path: file for the child's output (default: next to the
         default control socket, or discarded).
     :returns: :class:`EmulatorHandle`.
@@ -218,6 +220,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
            '--foreground', '--profile', profile.name,
            '--control', control_socket, '--kernel', kernel.spec,
            mountpoint]
+    cmdline = profile.cmdline if cmdline is None else cmdline
+    cmd[-1:-1] = ['--cmdline', cmdline]
     if limbo_delay is not None:
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:

@@ -52,6 +52,7 @@ import threading
 import time
 
 from rdt_virt.emulator import assign as assign_mod
+from rdt_virt.emulator import boot
 from rdt_virt.emulator import counters as counters_mod
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
@@ -165,6 +166,8 @@ class ResctrlModel(object):
 
     def _mount(self, profile):
         old = self.profile
+        # What the kernel enabled at boot for this CPU and command line.
+        profile = boot.apply(profile)
         self.profile = profile
         self.domains = tuple(sorted(profile.assign_cpus(self.online_cpus)))
         self.root = Group('', CTRL, config=schemata.default_config(

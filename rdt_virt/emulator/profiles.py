@@ -160,8 +160,22 @@ class Schema:
 
 
 @dataclasses.dataclass(frozen=True)
+class CpuId:
+    """The CPU identity the kernel's quirks look at (/proc/cpuinfo)."""
+
+    vendor: str
+    family: int
+    model: int
+    stepping: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Profile:
-    """An emulated RDT host: hardware plus resctrl mount options."""
+    """An emulated RDT host: hardware plus resctrl mount options.
+
+    The resources are what CPUID reports; :func:`boot.apply` removes what
+    the kernel turns off for ``cpu`` and ``cmdline`` (``rdt=``).
+    """
 
     name: str
     description: str
@@ -175,6 +189,9 @@ class Profile:
     mba_mbps: bool = False
     geometry: CacheGeometry = CacheGeometry()
     counters: CounterModel = CounterModel()
+    cpu: typing.Optional[CpuId] = None
+    #: Kernel command line the host was booted with (``rdt=`` matters).
+    cmdline: str = ''
 
     @property
     def alloc_capable(self):
@@ -365,7 +382,16 @@ REFERENCE = Profile(
                       delay_linear=True, throttle_mode='max', data_width=3),
     mon=Monitoring(num_rmids=192, events=ALL_EVENTS, mon_scale=65536),
     geometry=CacheGeometry(l3_ways=11),
+    # Cascade Lake stepping 7: the kernel turns L3 CAT off unless booted
+    # with rdt=l3cat, as the reference host is.
+    cpu=CpuId('GenuineIntel', 6, 0x55, 7),
+    cmdline='rdt=l3cat',
 )
+
+REFERENCE_STOCK = dataclasses.replace(
+    REFERENCE, name='reference-stock', cmdline='',
+    description='reference host booted without rdt=l3cat: the kernel '
+                'turns L3 CAT off on this stepping (MBA and CMT+MBM only)')
 
 CDP = dataclasses.replace(
     REFERENCE, name='cdp', cdp=True,
@@ -403,6 +429,7 @@ AMD = Profile(
     mon=Monitoring(num_rmids=256, events=ALL_EVENTS, mon_scale=64,
                    counter_width=44),
     geometry=CacheGeometry(l2_ways=8, l3_ways=16),
+    cpu=CpuId('AuthenticAMD', 0x19, 0x11, 1),
 )
 
 # The kernel takes the unlimited value from CPUID (1 << EAX of leaf
@@ -426,8 +453,9 @@ MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
-PROFILES = {p.name: p for p in (REFERENCE, CDP, MBA_MBPS, AMD, AMD_MB4096,
-                                AMD_ZEN5, L3_CAT, MONITORING)}
+PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, CDP, MBA_MBPS,
+                                AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
+                                MONITORING)}
 
 
 class UnknownProfile(KeyError):
@@ -436,11 +464,19 @@ class UnknownProfile(KeyError):
             self.args[0], ', '.join(sorted(PROFILES)))
 
 
-def get_profile(name):
-    """Return the profile called *name*, or raise :class:`UnknownProfile`."""
+def get_profile(name, cmdline=None):
+    """Return the profile called *name*, or raise :class:`UnknownProfile`.
+
+    :param cmdline: boot the host with this kernel command line instead of
+        the profile's own.
+    """
     if isinstance(name, Profile):
-        return name
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise UnknownProfile(name) from None
+        profile = name
+    else:
+        try:
+            profile = PROFILES[name]
+        except KeyError:
+            raise UnknownProfile(name) from None
+    if cmdline is not None:
+        profile = dataclasses.replace(profile, cmdline=cmdline)
+    return profile

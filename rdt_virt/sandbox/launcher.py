@@ -57,13 +57,15 @@ class Sandbox(object):
         capability cache (optional).
     :param kernel: emulated kernel spec (see
         :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
+    :param cmdline: emulated kernel command line (default: the profile's).
     """
 
     def __init__(self, directory, profile='reference', cache_dir=None,
-                 kernel=None):
+                 kernel=None, cmdline=None):
         self.paths = layout.Paths(directory, cache_dir)
         self.profile = profiles.get_profile(profile).name
         self.kernel = kernels.get_kernel(kernel).spec
+        self.cmdline = cmdline
         self.info = layout.read_ready(self.paths)
 
     # Where things are ------------------------------------------------------
@@ -133,6 +135,7 @@ class Sandbox(object):
         try:
             handle = emulator.mount(self.paths.resctrl, self.profile,
                                     kernel=self.kernel,
+                                    cmdline=self.cmdline,
                                     control_socket=self.paths.control,
                                     log_path=self.paths.log('emulator.log'))
         except emulator.EmulatorError as e:
