@@ -275,7 +275,7 @@ class _Planner(object):
         """Create or fix one of the agent's control groups."""
         group = self.snap.groups.get(name)
         if group is not None:
-            update = masks.diff(group.schemata, desired)
+            update = masks.diff(group.schemata, desired, self.caps)
             if update and group.schemata is not None:
                 self.fixes.append(model.WriteSchemata(
                     name, schemata_mod.format(update)))
@@ -306,7 +306,8 @@ class _Planner(object):
         mb = self.alloc_mb(it, alloc)
         group = self.snap.groups.get(alloc.group)
         if group is not None:
-            update = masks.diff(group.schemata, {'MB': mb} if mb else {})
+            update = masks.diff(group.schemata, {'MB': mb} if mb else {},
+                                self.caps)
             if update and group.schemata is not None:
                 self.fixes.append(model.WriteSchemata(
                     alloc.group, schemata_mod.format(update)))

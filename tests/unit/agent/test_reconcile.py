@@ -121,6 +121,27 @@ SCENARIOS = [
             m.WriteSchemata(f.I1, 'L3:0=7ff;1=7ff\nMB:0=500;1=500\n'),
             _assign(f.I1, [101, 102])],
         counters=(f.I1, None))),
+    ('mbps_rounded_up_by_older_kernels_is_converged', dict(
+        # Kernels before the bw_validate fix show 505 MBps as 510.
+        instances=[f.inst(bw=f.mbps(505))], threads={f.U1: T1},
+        caps=hosts.MBPS,
+        snapshot=f.snap(f.group(f.I1, [101, 102], f.sch(510)),
+                        root={'L3': {0: 0x7ff, 1: 0x7ff},
+                              'MB': {0: 2 ** 32 - 1, 1: 2 ** 32 - 1}}),
+        expected=[], counters=(f.I1, None))),
+    ('mbps_libvirt_allocation_rounded_up_is_converged', dict(
+        instances=[f.inst(bw=f.mbps(805), allocs=[f.alloc()])],
+        threads={f.U1: T1}, caps=hosts.MBPS,
+        snapshot=f.snap(f.group(f.LV1, [101, 102], {
+            'L3': {0: 0x400, 1: 0x400}, 'MB': {0: 810, 1: 810}})),
+        expected=[])),
+    ('mbps_drift_still_repaired', dict(
+        instances=[f.inst(bw=f.mbps(505))], threads={f.U1: T1},
+        caps=hosts.MBPS,
+        snapshot=f.snap(f.group(f.I1, [101, 102], f.sch(520)),
+                        root={'L3': {0: 0x7ff, 1: 0x7ff},
+                              'MB': {0: 2 ** 32 - 1, 1: 2 ** 32 - 1}}),
+        expected=[m.WriteSchemata(f.I1, 'MB:0=505;1=505\n')])),
     ('libvirt_allocation_converged', dict(
         instances=[f.inst(allocs=[f.alloc(bandwidth={0: 20, 1: 20})])],
         threads={f.U1: T1},
