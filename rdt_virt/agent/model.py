@@ -194,12 +194,16 @@ class MoveMonGroup:
     """Rename a monitoring group to another parent.
 
     Its threads follow it into the new control group and its counters
-    survive.
+    survive. Kernels before 6.5 cannot rename: the executor then moves
+    ``tids`` (the group's threads) to ``new_group`` and re-creates the
+    monitoring group there, whose counters start again.
     """
 
     mon_group: str
     group: typing.Optional[str]
     new_group: typing.Optional[str]
+    tids: typing.Tuple[int, ...] = ()
+    uuid: typing.Optional[str] = None
 
 
 # Where an instance ended up --------------------------------------------------

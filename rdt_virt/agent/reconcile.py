@@ -408,10 +408,12 @@ class _Planner(object):
         return found
 
     def _move_mon(self, mon, old, group):
-        self.mon_moves.append(model.MoveMonGroup(mon, old, group))
-        for tid, loc in list(self.where.items()):
-            if loc == (old, mon):
-                self.where[tid] = (group, mon)
+        tids = tuple(sorted(tid for tid, loc in self.where.items()
+                            if loc == (old, mon)))
+        self.mon_moves.append(model.MoveMonGroup(
+            mon, old, group, tids, uuid=_parse(self.prefix, mon)[1]))
+        for tid in tids:
+            self.where[tid] = (group, mon)
 
     def premove(self, it):
         """Move an instance's monitoring group along with it.

@@ -51,15 +51,34 @@ E_EXISTS = 'exists'
 E_NOTFOUND = 'notfound'
 E_NOTMOUNTED = 'notmounted'
 E_REFUSED = 'refused'
-ERRORS = (E_NOSPACE, E_BUSY, E_EXISTS, E_NOTFOUND, E_NOTMOUNTED, E_REFUSED)
+# A monitoring group rename the kernel cannot do (before 6.5: EPERM).
+E_NORENAME = 'norename'
+ERRORS = (E_NOSPACE, E_BUSY, E_EXISTS, E_NOTFOUND, E_NOTMOUNTED, E_REFUSED,
+          E_NORENAME)
 
 MAX_TIDS = 65536
 MAX_TID = 2 ** 22          # the kernel's largest pid_max
 MAX_SCHEMATA = 8192
+# kernfs takes at most one page per write (E2BIG beyond).
+MAX_WRITE = 4000
 
 
 # Whether the kernel takes several thread ids per write: None until seen.
 _MULTI_TID = {'supported': None}
+
+
+def _chunks(tids):
+    """Split thread ids into comma lists that fit in one write."""
+    chunk, size = [], 0
+    for tid in tids:
+        length = len(str(tid)) + 1
+        if chunk and size + length > MAX_WRITE:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(tid)
+        size += length
+    if chunk:
+        yield chunk
 
 
 def _resctrl():
@@ -156,6 +175,8 @@ def _failure(e):
         code = E_NOTMOUNTED
     elif isinstance(e, exception.GroupNotFound):
         code = E_NOTFOUND
+    elif isinstance(e, exception.RenameRefused):
+        code = E_NORENAME
     else:
         code = E_REFUSED
     return {'ok': False, 'error': code, 'message': str(e)}

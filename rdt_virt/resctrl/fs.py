@@ -409,6 +409,10 @@ class Resctrl(object):
         """Move a monitoring group (and its counters) to ``new_group``.
 
         The kernel moves the group's threads to ``new_group`` as well.
+        Only kernels since 6.5 can: older ones answer EPERM.
+
+        :raises: RenameRefused on EPERM; the caller moves the threads and
+            re-creates the group instead.
         """
         self._check_owned(name, foreign_ok)
         src = self.path(group, name)
@@ -416,6 +420,12 @@ class Resctrl(object):
         try:
             os.rename(src, dst)
         except OSError as e:
+            if e.errno == errno.EPERM:
+                # kernfs refuses before resctrl sees it, leaving an old
+                # last_cmd_status: it would mislead.
+                raise exception.RenameRefused(
+                    path=src, group=name, target=new_group or '/',
+                    status=os.strerror(e.errno))
             if e.errno == errno.ENOENT:
                 missing = dst if os.path.isdir(src) else src
                 self._missing(os.path.join(missing, 'tasks'))

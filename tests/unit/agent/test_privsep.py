@@ -124,6 +124,18 @@ class TestResults(PrivsepTestCase):
         self.assertEqual(priv.E_NOTMOUNTED, result['error'])
 
 
+class TestRename(PrivsepTestCase):
+
+    def test_rename_refused_by_an_old_kernel_has_its_own_code(self):
+        for path in ('rdtvirt-mb10/mon_groups/rdtvirt-m-1', 'rdtvirt-mb20'):
+            os.makedirs(os.path.join(self.root, path))
+        with mock.patch.object(fs.os, 'rename',
+                               side_effect=PermissionError(1, 'x')):
+            result = priv.move_mon_group('rdtvirt-m-1', 'rdtvirt-mb10',
+                                         'rdtvirt-mb20')
+        self.assertEqual(priv.E_NORENAME, result['error'])
+
+
 class TestMultipleThreadsPerWrite(PrivsepTestCase):
 
     def setUp(self):

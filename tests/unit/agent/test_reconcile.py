@@ -206,7 +206,7 @@ SCENARIOS = [
         expected=[
             m.CreateGroup(MB20),
             m.WriteSchemata(MB20, 'L3:0=7ff;1=7ff\nMB:0=20;1=20\n'),
-            m.MoveMonGroup(f.M1, MB10, MB20),
+            m.MoveMonGroup(f.M1, MB10, MB20, (101, 102), uuid=f.U1),
             m.RemoveGroup(MB10)])),
     ('policy_removed_threads_back_to_root', dict(
         instances=[f.inst(monitor=False)], threads={f.U1: T1},

@@ -408,6 +408,16 @@ class TestErrors(ResctrlTestCase):
                                     variants.SHARED, None)
         self.assertIn('Group busy', str(exc))
 
+    def test_rename_refused_by_kernels_before_6_5(self):
+        # kernfs answers EPERM without touching last_cmd_status.
+        self.tree.write('Group busy\n', 'info', 'last_cmd_status')
+        with mock.patch.object(fs.os, 'rename',
+                               side_effect=OSError(errno.EPERM, 'x')):
+            exc = self.assertRaises(exception.RenameRefused,
+                                    self.rc.move_mon_group, variants.MON_B,
+                                    variants.SHARED, None)
+        self.assertNotIn('Group busy', str(exc))
+
     def test_open_refused(self):
         with mock.patch.object(fs.os, 'open',
                                side_effect=PermissionError(errno.EACCES,
