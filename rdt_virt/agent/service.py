@@ -168,11 +168,28 @@ class Agent(object):
         self._mon_cache[key] = (ctrl_tasks, tasks)
         return tasks
 
+    def _schemata(self, name):
+        """A group's schemata; None for another tool's unreadable one.
+
+        A pseudo-locked group answers ENODEV when its cache domain is
+        offline; nothing of another tool's may stop a tick.
+        """
+        rc = self.resctrl
+        if rc.owns(name) or reconcile.is_libvirt_group(name):
+            return rc.read_schemata(name)
+        try:
+            return rc.read_schemata(name)
+        except exception.GroupNotFound:
+            raise
+        except (exception.ResctrlError, exception.InvalidSchemata) as e:
+            LOG.debug('Ignoring the schemata of group %s: %s', name, e)
+            return None
+
     def _read_group(self, name, monitor, wanted, only):
         rc = self.resctrl
         group = model.GroupState(
             name, tasks=frozenset(rc.read_tasks(name)),
-            schemata=rc.read_schemata(name))
+            schemata=self._schemata(name))
         if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
             mons = rc.list_mon_groups(name)
             group.mon_names = frozenset(mons)

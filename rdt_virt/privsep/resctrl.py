@@ -33,6 +33,7 @@ code from :data:`ERRORS`, so nothing but plain data crosses the privsep
 channel.
 """
 
+import errno
 import os
 
 from oslo_config import cfg
@@ -269,20 +270,24 @@ def assign_tasks(group, mon_group, tids):
     rc = _resctrl()
     check_path(rc, rc.path(group, mon_group, 'tasks'))
     moved, gone = [], []
+    refusal = None
     if len(tids) > 1 and _MULTI_TID['supported'] is not False:
         # One write instead of one per thread; on any refusal (an exited
         # thread, an old kernel) the per-thread writes below sort it out,
         # re-moving a moved thread being harmless.
         try:
-            rc.add_tasks_at_once(tids, group, mon_group)
+            for chunk in _chunks(tids):
+                rc.add_tasks_at_once(chunk, group, mon_group)
             _MULTI_TID['supported'] = True
             return dict(OK, moved=list(tids), gone=[])
-        except (exception.ResctrlError, OSError):
-            pass
+        except (exception.ResctrlError, OSError) as e:
+            refusal = getattr(e, 'errno', None)
     try:
         moved, gone = rc.add_tasks(tids, group, mon_group)
-        if _MULTI_TID['supported'] is None and not gone:
-            # Every thread was fine alone: the list itself was refused.
+        if (_MULTI_TID['supported'] is None and not gone and
+                len(tids) > 1 and refusal == errno.EINVAL):
+            # Every thread was fine alone: the kernel cannot parse a list
+            # (E2BIG or another refusal says nothing about lists).
             _MULTI_TID['supported'] = False
     except (exception.ResctrlError, OSError) as e:
         result = (_failure(e) if isinstance(e, exception.ResctrlError)

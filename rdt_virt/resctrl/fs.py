@@ -459,8 +459,11 @@ class Resctrl(object):
         return self._read(self.path(group, None, 'mode')).strip()
 
     def write_mode(self, group, mode):
-        """Set ``shareable``, ``exclusive`` or ``pseudo-locksetup``."""
-        self._write(self.path(group, None, 'mode'), mode)
+        """Set ``shareable``, ``exclusive`` or ``pseudo-locksetup``.
+
+        The kernel refuses a mode without its trailing newline (EINVAL).
+        """
+        self._write(self.path(group, None, 'mode'), mode.strip() + '\n')
 
     def read_tasks(self, group=None, mon_group=None):
         """Thread ids in the group (or monitoring group)."""
@@ -501,9 +504,11 @@ class Resctrl(object):
     def add_tasks_at_once(self, tids, group=None, mon_group=None):
         """Move threads into a group with one write of ``tid,tid,...``.
 
-        Kernels since 6.2 take a comma-separated list and stop at the first
-        thread they refuse; older ones refuse the whole text. Callers fall
-        back to :meth:`add_tasks` on any error.
+        Kernels since about 6.7/6.8 take a comma-separated list and stop at
+        the first thread they refuse; older ones parse one integer per
+        write and refuse a list with EINVAL, without a word in
+        ``last_cmd_status``. A text longer than a page gives E2BIG on every
+        kernel. Callers fall back to :meth:`add_tasks` on any error.
 
         :raises: ResctrlWriteError with the kernel's last_cmd_status.
         """

@@ -165,3 +165,26 @@ class TestMultipleThreadsPerWrite(PrivsepTestCase):
         with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
             priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
         self.assertFalse(once.called)
+
+    def test_a_too_long_list_does_not_disable_lists(self):
+        too_big = exception.ResctrlWriteError(self.tasks, '11,12', 7,
+                                              'Argument list too long', '')
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once',
+                               side_effect=too_big):
+            result = priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertEqual([11, 12], result['moved'])
+        self.assertIsNot(False, priv._MULTI_TID['supported'])
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
+            priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertTrue(once.called)
+
+    def test_long_lists_split_below_a_page(self):
+        tids = list(range(1000000, 1002000))
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
+            result = priv.assign_tasks('rdtvirt-mb10', None, tids)
+        self.assertEqual(tids, result['moved'])
+        written = [c[0][0] for c in once.call_args_list]
+        self.assertGreater(len(written), 1)
+        self.assertEqual(tids, [t for chunk in written for t in chunk])
+        for chunk in written:
+            self.assertLess(len(','.join(map(str, chunk))), 4096)

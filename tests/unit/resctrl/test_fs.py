@@ -353,6 +353,13 @@ class TestErrors(ResctrlTestCase):
                                     self.rc.write_mode, 'batch', 'exclusive')
         self.assertEqual(status, exc.status)
 
+    def test_mode_written_with_its_newline(self):
+        # The kernel answers EINVAL to a mode without the newline.
+        with self._refuse(errno.EINVAL, '',
+                          when=lambda data: not data.endswith(b'\n')):
+            self.rc.write_mode('batch', 'exclusive')
+        self.assertEqual('exclusive\n', self.tree.read('batch', 'mode'))
+
     def test_exited_threads_are_not_errors(self):
         with self._refuse(errno.ESRCH, 'No task 7002',
                           when=lambda data: data == b'7002\n'):
