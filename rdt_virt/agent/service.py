@@ -36,6 +36,7 @@ import zlib
 
 from oslo_log import log as logging
 
+from rdt_virt.agent import ceiling as ceiling_mod
 from rdt_virt.agent import domains
 from rdt_virt.agent import model
 from rdt_virt.agent import publish
@@ -93,6 +94,7 @@ class Agent(object):
             place_extra=self.opts.place_extra_threads)
         self.rotation = rotation_mod.Rotation(self.opts.rotation_interval)
         self.tracker = sampler.RateTracker()
+        self.ceiling_source = None
         self.caps = None
         self._fingerprint = None
         self.instances = {}
@@ -134,6 +136,7 @@ class Agent(object):
         if self.caps is None or fingerprint != self._fingerprint:
             self.caps = rc.capabilities()
             self._fingerprint = fingerprint
+            self._set_ceiling()
             LOG.info('resctrl at %s: features %s, %d CLOSIDs, %d RMIDs',
                      rc.root, ', '.join(sorted(self.caps.features)) or
                      'none', self.caps.num_closids, self.caps.num_rmids)
@@ -143,6 +146,17 @@ class Agent(object):
             except exception.InvalidConfig as e:
                 LOG.error('%s; the default group keeps its L3 mask', e)
         return True
+
+    def _set_ceiling(self):
+        mon = self.caps.monitor
+        value, source = ceiling_mod.host_ceiling(
+            self.opts.memory_bandwidth_ceiling,
+            len(mon.domain_ids) if mon else 1)
+        self.tracker.ceiling = value
+        self.ceiling_source = source
+        LOG.info('Memory bandwidth ceiling %.0f GB/s (%s): faster counter '
+                 'growth is taken for a counter reset',
+                 value / ceiling_mod.GB, source)
 
     # Reading resctrl -------------------------------------------------------
 
@@ -554,7 +568,8 @@ class Agent(object):
             rmids_total=caps.num_rmids if caps else 0,
             rmids_used=self.rmids_used,
             closids_total=caps.num_closids if caps else 0,
-            closids_used=self.closids_used, mon_budget=self.budget or 0)
+            closids_used=self.closids_used, mon_budget=self.budget or 0,
+            extra=self._host_extra())
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:
@@ -562,6 +577,10 @@ class Agent(object):
                         self.conf.rdt.state_file, e)
         self.last_doc = doc
         return doc
+
+    def _host_extra(self):
+        return {'bandwidth_ceiling_bps': self.tracker.ceiling,
+                'counter_resets': self.tracker.jumps}
 
     # The loop --------------------------------------------------------------
 
