@@ -30,8 +30,12 @@ number of groups a host can hold is the minimum of ``num_closids`` over them.
 Memory bandwidth values come in three units. Intel MBA takes a percentage
 (``min_bandwidth``..100, in steps of ``bandwidth_gran``). Mounted with
 ``mba_MBps`` the same resource takes MBps (unlimited is 2^32-1). AMD takes
-absolute units of 1/8 GBps with 2048 meaning unlimited, and reports a
-``min_bandwidth`` of 0, which no Intel part does.
+absolute units of 1/8 GBps and reports a ``min_bandwidth`` of 0, which no
+Intel part does. Its unlimited value is ``1 << bw_len`` from CPUID leaf
+0x80000020 (2048 on the parts seen so far); the kernel has no info file for
+it but gives it to every group at mount, so it is read from the root
+group's schemata, rounded up to a power of two in case another tool
+throttled the root.
 
 Domain ids come from the root group's ``schemata``; the bytes per cache way
 from the root group's ``size`` divided by the bits of its mask.
@@ -136,10 +140,15 @@ class MemBwResource:
     thread_throttle_mode: typing.Optional[str]
     unit: str
     domain_ids: typing.Tuple[int, ...]
+    # The hardware's unthrottled value where it varies (AMD); 0: the
+    # unit's usual one.
+    max_value: int = 0
 
     @property
     def max_bandwidth(self):
         """The value meaning "unthrottled" in this resource's unit."""
+        if self.max_value:
+            return self.max_value
         return {UNIT_PERCENT: MAX_PERCENT, UNIT_MBPS: MAX_MBPS,
                 UNIT_AMD: MAX_AMD}[self.unit]
 
@@ -282,10 +291,17 @@ def _membw_unit(min_bandwidth, root_values, mount_options):
     return UNIT_PERCENT
 
 
+def _amd_max(root_values):
+    """The unthrottled AMD value: a power of two, at least the root's."""
+    top = max(root_values, default=0)
+    return 1 << (top - 1).bit_length() if top > 1 else MAX_AMD
+
+
 def _membw(name, info, root, mount_options):
     domain_ids = _domain_ids(root, name)
     min_bw = _int(info, name + '/min_bandwidth')
     mode = info.get(name + '/thread_throttle_mode')
+    unit = _membw_unit(min_bw, root[name].values(), mount_options)
     return MemBwResource(
         name=name,
         num_closids=_int(info, name + '/num_closids'),
@@ -293,8 +309,9 @@ def _membw(name, info, root, mount_options):
         bandwidth_gran=_int(info, name + '/bandwidth_gran', 1) or 1,
         delay_linear=bool(_int(info, name + '/delay_linear', 0)),
         thread_throttle_mode=mode.strip() if mode else None,
-        unit=_membw_unit(min_bw, root[name].values(), mount_options),
-        domain_ids=domain_ids)
+        unit=unit,
+        domain_ids=domain_ids,
+        max_value=_amd_max(root[name].values()) if unit == UNIT_AMD else 0)
 
 
 def _monitor(info, mon_domain_ids):
