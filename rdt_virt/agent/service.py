@@ -46,6 +46,7 @@ from rdt_virt.agent import sampler
 from rdt_virt.agent import state
 from rdt_virt import exception
 from rdt_virt.policy import default_group
+from rdt_virt.policy import groups as groups_mod
 from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
@@ -95,6 +96,11 @@ class Agent(object):
         self.rotation = rotation_mod.Rotation(self.opts.rotation_interval)
         self.tracker = sampler.RateTracker()
         self.ceiling_source = None
+        # Groups holding an RMID at the last tick, and the monitoring
+        # groups removed once drained since (their RMIDs are free at once).
+        self._rmid_groups = None
+        self._drained = set()
+        self._held = 0               # monitoring groups left draining
         self.caps = None
         self._fingerprint = None
         self.instances = {}
@@ -255,10 +261,58 @@ class Agent(object):
                     ours += 1
                 else:
                     foreign += 1
+        rmids = {(n, None) for n in ctrl}
+        rmids |= {(n, m) for n, g in snap.groups.items() for m in g.mon_names}
+        gone = (self._rmid_groups or set()) - rmids - self._drained
+        if gone and self.caps.monitor and (
+                'llc_occupancy' in self.caps.monitor.features):
+            # Removed without a look at their occupancy, by anyone (libvirt
+            # at a domain's stop, a rmdir of a control group): in limbo.
+            self.rotation.released(self.clock(), len(gone))
+        self._rmid_groups = rmids
+        self._drained = set()
         self.closids_used = 1 + len(ctrl)
         self.rmids_used = 1 + len(ctrl) + ours + foreign if (
             self.caps.monitor) else 0
         return foreign, ours
+
+    def _own_mon_groups(self, snap):
+        """``{uuid: (control group, monitoring group)}`` of the agent's."""
+        found = {}
+        for name, group in snap.groups.items():
+            for mon in group.mon_names:
+                kind = groups_mod.parse(self.settings.prefix, mon)
+                if kind and kind[0] == 'monitor':
+                    found[kind[1]] = (name, mon)
+        return found
+
+    def _draining(self, outside):
+        """Monitoring groups to empty but keep: their RMID has not drained.
+
+        A removed group's RMID stays in limbo until its cache occupancy is
+        below ``max_threshold_occupancy`` on every domain; read here, on
+        the group that still exists, it tells when removing it frees the
+        RMID at once (see :mod:`rdt_virt.agent.rotation`).
+        """
+        mon = self.caps.monitor
+        if (mon is None or mon.max_threshold_occupancy is None or
+                'llc_occupancy' not in mon.features):
+            return set()
+        threshold = mon.max_threshold_occupancy
+        draining = set()
+        for group, name in outside.values():
+            try:
+                values = self.resctrl.read_mon_data(
+                    group, name, events=['llc_occupancy'])
+            except exception.ResctrlError:
+                continue
+            for dom in values.values():
+                occ = dom.get('llc_occupancy')
+                if occ is None or occ.value is None or (
+                        occ.value >= threshold):
+                    draining.add(name)
+                    break
+        return draining
 
     # Planning and applying --------------------------------------------------
 
@@ -292,6 +346,12 @@ class Agent(object):
         if outcome.rmids_exhausted:
             created = sum(1 for _g, m in outcome.created if m)
             self._rmid_cap = (ours + created, retry)
+        if outcome.rmids_busy:
+            # Free RMIDs ran out while others sit in limbo: slow down.
+            self.rotation.busy(now)
+            LOG.warning('RMIDs are busy in limbo; monitoring groups now '
+                        'rotate assuming %.0f s of limbo',
+                        self.rotation.drain_time)
         for group, mon in outcome.created:
             key = mon or group
             self._generation[key] = self._generation.get(key, 0) + 1
@@ -374,12 +434,21 @@ class Agent(object):
             foreign, ours = self._account(snap)
             cands = reconcile.mon_candidates(instances, threads, self.caps,
                                              self.settings)
-            window = self.rotation.update(cands, self._budget(foreign, now),
-                                          now)
+            budget = self._budget(foreign, now)
+            mons = self._own_mon_groups(snap)
+            self.rotation.adopt(set(mons) & set(cands), budget, now)
+            held = [m for m in mons if m not in self.rotation.window]
+            window = self.rotation.update(cands, budget, now,
+                                          held=len(held))
+            draining = self._draining(
+                {u: g for u, g in mons.items() if u not in window})
+            self._held = len(draining)
             result = reconcile.plan(instances, threads, snap, self.caps,
                                     self.settings, window,
-                                    self._blocked(now))
+                                    self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
+            self._drained = {(a.group, a.mon_group) for a in result.actions
+                             if isinstance(a, model.RemoveMonGroup)}
         self.instances = instances
         self.threads = threads
         self.placements = result.placements
@@ -424,7 +493,7 @@ class Agent(object):
                 if budget is None:
                     # No full tick yet: other tools' groups are unknown.
                     budget = self._budget(0, now)
-                window = self.rotation.admit(uuid, budget, now)
+                window = self.rotation.admit(uuid, budget, now, self._held)
             result = reconcile.plan({uuid: inst}, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now))
@@ -452,7 +521,10 @@ class Agent(object):
         tick a little later.
         """
         self.procfs.forget(uuid)
-        self.rotation.forget(uuid)
+        mon = self.caps.monitor if self.caps else None
+        # Without CMT the kernel frees RMIDs at once: no limbo.
+        self.rotation.forget(uuid, self.clock() if (
+            mon and 'llc_occupancy' in mon.features) else None)
         self._placed_at.pop(uuid, None)
         inst = self.instances.pop(uuid, None)
         self.threads.pop(uuid, None)

@@ -190,6 +190,20 @@ SCENARIOS = [
         window=frozenset(),
         expected=[m.RemoveMonGroup(MB10, f.M1)],
         reason=reconcile.R_ROTATED)),
+    ('rotated_out_mon_group_drains_before_removal', dict(
+        # Its RMID's occupancy is above the threshold: the threads go
+        # back to the control group, the group stays until it drains.
+        instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
+        snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10),
+                                {f.M1: [101, 102]})),
+        window=frozenset(), draining=frozenset([f.M1]),
+        expected=[_assign(MB10, [101, 102])],
+        reason=reconcile.R_ROTATED)),
+    ('stopped_instance_mon_group_drains', dict(
+        instances=[], threads={},
+        snapshot=f.snap(f.group(MB10, [], f.sch(10), {f.M1: []})),
+        draining=frozenset([f.M1]),
+        expected=[m.RemoveGroup(MB10)])),
     ('blocked_shared_group_not_created', dict(
         instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
         snapshot=f.snap(), blocked={MB10: 'no free CLOSID or RMID'},
@@ -302,6 +316,7 @@ class TestPlan(testscenarios.WithScenarios, base.TestCase):
     settings = S
     window = None
     blocked = None
+    draining = ()
     warnings = 0
     needs_full = False
     reason = None
@@ -311,7 +326,7 @@ class TestPlan(testscenarios.WithScenarios, base.TestCase):
         instances = {i.uuid: i for i in self.instances}
         result = reconcile.plan(instances, self.threads, self.snapshot,
                                 self.caps, self.settings, self.window,
-                                self.blocked)
+                                self.blocked, self.draining)
         self.assertEqual(self.expected, result.actions)
         self.assertEqual(self.warnings, len(result.warnings),
                          result.warnings)
@@ -327,10 +342,11 @@ class TestPlan(testscenarios.WithScenarios, base.TestCase):
         instances = {i.uuid: i for i in self.instances}
         result = reconcile.plan(instances, self.threads, self.snapshot,
                                 self.caps, self.settings, self.window,
-                                self.blocked)
+                                self.blocked, self.draining)
         after = _apply(self.snapshot, result.actions)
         again = reconcile.plan(instances, self.threads, after, self.caps,
-                               self.settings, self.window, self.blocked)
+                               self.settings, self.window, self.blocked,
+                               self.draining)
         self.assertEqual([], again.actions)
 
 
