@@ -14,10 +14,12 @@
 
 ::
 
-    rdt-virt-emulator mount --profile reference [--control SOCK] MOUNTPOINT
+    rdt-virt-emulator mount --profile reference [--kernel 6.1+bw_validate]
+        [--control SOCK] MOUNTPOINT
     rdt-virt-emulator mount --foreground ... MOUNTPOINT
     rdt-virt-emulator umount MOUNTPOINT
     rdt-virt-emulator profiles
+    rdt-virt-emulator kernels
     rdt-virt-emulator topology --profile reference [--cpus 0-1]
     rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
         set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay ...
@@ -34,6 +36,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import kernels
 from rdt_virt.emulator import launcher
 from rdt_virt.emulator import profiles
 
@@ -70,8 +73,12 @@ def _parser():
                    help='path of the control socket')
     p.add_argument('--foreground', action='store_true',
                    help='serve in this process until unmounted')
+    p.add_argument('--kernel', metavar='SPEC',
+                   help='kernel release and features to emulate, e.g. 6.1, '
+                        '6.1+bw_validate or newest-mon_rename (see '
+                        '"kernels"; default: newest)')
     p.add_argument('--legacy-kernel', action='store_true',
-                   help='format and word things as Linux 6.1 does')
+                   help='same as --kernel 6.1')
     p.add_argument('--limbo-delay', type=float, metavar='SECONDS',
                    help='seconds a freed RMID stays busy (default 1)')
     p.add_argument('--log-file', help='output of the background process')
@@ -81,6 +88,8 @@ def _parser():
     p.add_argument('mountpoint')
 
     sub.add_parser('profiles', help='list the hardware profiles')
+    sub.add_parser('kernels', help='list the kernel releases and the '
+                                   'features they have')
 
     p = sub.add_parser('topology', help='print the CPU cache sysfs files '
                                         'a profile presents, as JSON')
@@ -123,18 +132,21 @@ def _ctl_args(args):
 
 def _mount(args):
     profile = profiles.get_profile(args.profile)
+    kernel = kernels.get_kernel(args.kernel or (
+        '6.1' if args.legacy_kernel else None))
     if args.foreground:
         launcher.check_prerequisites(args.mountpoint)
         if not args.control:
             raise launcher.EmulatorError('--foreground needs --control')
-        LOG.info('Serving emulated resctrl (%s) on %s, control socket %s',
-                 profile.name, args.mountpoint, args.control)
+        LOG.info('Serving emulated resctrl (%s, Linux %s) on %s, control '
+                 'socket %s', profile.name, kernel.spec, args.mountpoint,
+                 args.control)
         launcher.serve(args.mountpoint, profile, args.control,
-                       legacy=args.legacy_kernel,
-                       limbo_delay=args.limbo_delay, debug=args.debug)
+                       limbo_delay=args.limbo_delay, debug=args.debug,
+                       kernel=kernel)
         return 0
     handle = launcher.mount(args.mountpoint, profile, args.control,
-                            legacy=args.legacy_kernel,
+                            kernel=kernel,
                             limbo_delay=args.limbo_delay,
                             log_path=args.log_file, debug=args.debug)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
@@ -157,6 +169,19 @@ def _topology(args):
     return 0
 
 
+def _kernels():
+    print('releases: %s (newest = %s)' % (', '.join(kernels.RELEASES),
+                                          kernels.NEWEST))
+    for release in kernels.RELEASES:
+        print('%-5s %s' % (release, ' '.join(
+            f for f in kernels.FEATURES
+            if f in kernels.release_features(release)) or '-'))
+    print()
+    for name, release, commit, summary in kernels.describe():
+        print('%-19s %-5s %s\n%25s%s' % (name, release, commit, '', summary))
+    return 0
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     _setup_logging(args.debug)
@@ -172,6 +197,8 @@ def main(argv=None):
             for name, prof in sorted(profiles.PROFILES.items()):
                 print('%-11s %s' % (name, prof.description))
             return 0
+        if args.command == 'kernels':
+            return _kernels()
         if args.command == 'topology':
             return _topology(args)
         client = control.ControlClient(args.control)
@@ -179,7 +206,7 @@ def main(argv=None):
         print(json.dumps(result, indent=1, sort_keys=True))
         return 0
     except (launcher.EmulatorError, control.ControlError,
-            profiles.UnknownProfile) as e:
+            profiles.UnknownProfile, kernels.UnknownKernel) as e:
         print('rdt-virt-emulator: error: %s' % e, file=sys.stderr)
         return 1
     except BrokenPipeError:

@@ -14,8 +14,10 @@
 
 ::
 
-    rdt-virt-sandbox start [--dir DIR] [--profile reference] [--cache-dir C]
-    rdt-virt-sandbox run [--dir DIR] [--profile reference] [--cache-dir C]
+    rdt-virt-sandbox start [--dir DIR] [--profile reference] [--kernel SPEC]
+        [--cache-dir C]
+    rdt-virt-sandbox run [--dir DIR] [--profile reference] [--kernel SPEC]
+        [--cache-dir C]
     rdt-virt-sandbox status [--dir DIR]
     rdt-virt-sandbox stop [--dir DIR]
     rdt-virt-sandbox guest-image [--program burn|idle] PATH
@@ -34,6 +36,8 @@ import signal
 import sys
 import time
 
+from rdt_virt.emulator import control
+from rdt_virt.emulator import kernels
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
@@ -42,9 +46,17 @@ DEFAULT_DIR = '/var/lib/rdt-virt/sandbox'
 DEFAULT_CACHE = '/var/cache/rdt-virt/sandbox-libvirt'
 
 
+def _kernel(sb):
+    try:
+        return sb.control.status()['kernel']
+    except control.ControlError as e:
+        return 'unknown (%s)' % e
+
+
 def _describe(sb):
     return '\n'.join([
         'profile:        %s' % sb.info['profile'],
+        'kernel:         %s' % _kernel(sb),
         'libvirt URI:    %s' % sb.uri,
         'resctrl:        %s' % sb.resctrl_root,
         'emulator ctl:   rdt-virt-emulator ctl --control %s status' %
@@ -76,6 +88,10 @@ def main(argv=None):
         cmd.add_argument('--profile', default='reference',
                          choices=sorted(profiles.PROFILES),
                          help='emulated hardware (default %(default)s)')
+        cmd.add_argument('--kernel', metavar='SPEC',
+                         help='emulated kernel release and features, e.g. '
+                              '6.1 or 6.1+bw_validate (default: newest; '
+                              'see "rdt-virt-emulator kernels")')
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
@@ -97,8 +113,13 @@ def main(argv=None):
         print(guest.domain_xml(args.name, args.image, vcpus=args.vcpus))
         return 0
 
-    sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
-                          getattr(args, 'cache_dir', None))
+    try:
+        sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
+                              getattr(args, 'cache_dir', None),
+                              kernel=getattr(args, 'kernel', None))
+    except kernels.UnknownKernel as e:
+        print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
+        return 2
     try:
         if args.command in ('start', 'run'):
             sb.start()

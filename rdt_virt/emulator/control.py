@@ -22,8 +22,9 @@ TEXT}``. Groups are named by their path in the mount: ``/`` (the root),
 ``g1``, ``g1/mon_groups/m1``, ``mon_groups/m0``. Operations:
 
 =================  ==========================================================
-``ping``           ``{"pong": true, "pid", "profile"}``
-``status``         profile, mount options, domains, groups, limbo delay
+``ping``           ``{"pong": true, "pid", "profile", "kernel"}``
+``status``         profile, kernel and its features, mount options,
+                   domains, groups, limbo delay
 ``log``            ``since`` (sequence number): mutation log entries
 ``truth``          every group's counters, as shown and per RMID
 ``remount``        optional ``profile``: destroy all groups, reset the root
@@ -128,11 +129,14 @@ class ControlServer(object):
 
     def _op_ping(self):
         return {'pong': True, 'pid': os.getpid(),
-                'profile': self.model.profile.name}
+                'profile': self.model.profile.name,
+                'kernel': self.model.kernel.spec}
 
     def _op_status(self):
         m = self.model
         return {'profile': m.profile.name,
+                'kernel': m.kernel.spec,
+                'kernel_features': sorted(m.kernel.features),
                 'mount_options': list(m.profile.mount_options),
                 'domains': list(m.domains),
                 'groups': [g.path or '/' for g in m.all_groups()],

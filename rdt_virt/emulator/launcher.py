@@ -31,6 +31,7 @@ import threading
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 
@@ -121,6 +122,7 @@ class EmulatorHandle(object):
 
     :ivar pid: the process serving the mount.
     :ivar profile: name of the profile it was mounted with.
+    :ivar kernel: spec of the kernel it emulates.
     :ivar mountpoint: where it is mounted.
     :ivar control_socket: path of its control socket.
     :ivar client: a :class:`~rdt_virt.emulator.control.ControlClient`.
@@ -128,9 +130,10 @@ class EmulatorHandle(object):
     """
 
     def __init__(self, pid, mountpoint, control_socket, process=None,
-                 log_path=None, tmpdir=None, profile=None):
+                 log_path=None, tmpdir=None, profile=None, kernel=None):
         self.pid = pid
         self.profile = profile
+        self.kernel = kernel
         self.mountpoint = mountpoint
         self.control_socket = control_socket
         self.client = control.ControlClient(control_socket)
@@ -185,13 +188,15 @@ def _tail(path, lines=20):
 
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
-          debug=False):
+          debug=False, kernel=None):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
     :param control_socket: path of the control socket (default: in a
         private temporary directory removed by :meth:`EmulatorHandle.stop`).
-    :param legacy: behave as Linux 6.1 (padded values, older texts).
+    :param legacy: behave as Linux 6.1 (``kernel='6.1'``).
+    :param kernel: kernel spec, e.g. ``'6.1+bw_validate'`` (see
+        :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
     :param limbo_delay: seconds freed RMIDs stay busy (default 1.0).
     :param log_path: file for the child's output (default: next to the
         default control socket, or discarded).
@@ -199,6 +204,9 @@ def mount(mountpoint, profile='reference', control_socket=None,
     :raises EmulatorError: with the reason when the mount cannot be made.
     """
     profile = profiles.get_profile(profile)
+    if kernel is None and legacy:
+        kernel = '6.1'
+    kernel = kernels.get_kernel(kernel)
     mountpoint = os.path.abspath(mountpoint)
     check_prerequisites(mountpoint)
     tmpdir = None
@@ -208,9 +216,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
         log_path = log_path or os.path.join(tmpdir, 'emulator.log')
     cmd = [sys.executable, '-m', 'rdt_virt.cmd.emulator', 'mount',
            '--foreground', '--profile', profile.name,
-           '--control', control_socket, mountpoint]
-    if legacy:
-        cmd.append('--legacy-kernel')
+           '--control', control_socket, '--kernel', kernel.spec,
+           mountpoint]
     if limbo_delay is not None:
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:
@@ -227,7 +234,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
                                    stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True, env=env)
     handle = EmulatorHandle(process.pid, mountpoint, control_socket,
-                            process, log_path, tmpdir, profile.name)
+                            process, log_path, tmpdir, profile.name,
+                            kernel.spec)
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
@@ -250,7 +258,7 @@ def mount(mountpoint, profile='reference', control_socket=None,
 
 
 def serve(mountpoint, profile, control_socket, legacy=False,
-          limbo_delay=None, debug=False):
+          limbo_delay=None, debug=False, kernel=None):
     """Build the model and serve FUSE and the control socket (blocks)."""
     # Imported here: mfusepy loads libfuse when imported.
     from rdt_virt.emulator import fusefs
@@ -262,7 +270,7 @@ def serve(mountpoint, profile, control_socket, legacy=False,
     state = model.ResctrlModel(
         profile, threads.ProcThreads(), online_cpus=online,
         nr_cpu_ids=nr_cpu_ids, limbo_delay=limbo_delay, legacy=legacy,
-        snapshot_max_age=0.05)
+        snapshot_max_age=0.05, kernel=kernel)
     server = control.ControlServer(control_socket, state)
     server.start()
     stop = threading.Event()

@@ -52,6 +52,7 @@ import threading
 import time
 
 from rdt_virt.emulator import counters as counters_mod
+from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 from rdt_virt.emulator import schemata
@@ -154,14 +155,15 @@ class ResctrlModel(object):
     :param nr_cpu_ids: width of CPU masks (default: highest CPU + 1).
     :param limbo_delay: seconds a freed RMID stays busy (default 1.0 when
         the profile has ``llc_occupancy``, the kernel's limbo check period).
-    :param legacy: format and word things as Linux 6.1 does (padded
-        schemata values, older MB messages).
+    :param kernel: a :class:`~rdt_virt.emulator.kernels.Kernel` or spec
+        (default: the newest release).
+    :param legacy: shorthand for ``kernel='6.1'``.
     :param snapshot_max_age: reuse a thread snapshot this young (seconds).
     """
 
     def __init__(self, profile, threads, clock=time.monotonic,
                  online_cpus=None, nr_cpu_ids=None, limbo_delay=None,
-                 legacy=False, snapshot_max_age=0.0):
+                 legacy=False, snapshot_max_age=0.0, kernel=None):
         self.lock = threading.RLock()
         self.threads = threads
         self.clock = clock
@@ -170,7 +172,8 @@ class ResctrlModel(object):
         self.online_cpus = set(online_cpus if online_cpus is not None
                                else range(self.nr_cpu_ids))
         self.limbo_delay = 1.0 if limbo_delay is None else limbo_delay
-        self.legacy = legacy
+        self.kernel = kernels.get_kernel(
+            kernel if kernel is not None or not legacy else '6.1')
         self.snapshot_max_age = snapshot_max_age
         self.log = MutationLog()
         self.max_threshold = 0
@@ -227,6 +230,23 @@ class ResctrlModel(object):
         self._snap = None
         self._update_counters()
 
+    # Kernel release ----------------------------------------------------------
+
+    def has(self, feature):
+        """True when the emulated kernel has *feature* (see kernels)."""
+        return self.kernel.has(feature)
+
+    @property
+    def legacy(self):
+        """Schemata values padded to a column, as before Linux 6.15."""
+        return not self.has('no_padding')
+
+    @property
+    def usable_closids(self):
+        """CLOSIDs groups can use: before 6.16 never more than 32."""
+        count = self.profile.num_closids
+        return count if self.has('closid_bitmap') else min(count, 32)
+
     # last_cmd_status ---------------------------------------------------------
 
     @property
@@ -245,9 +265,10 @@ class ResctrlModel(object):
     def _fail(err, text=''):
         raise kparse.KernelError(err, text)
 
-    def _run(self, func, *args):
+    def _run(self, func, *args, clear=True):
         """Clear the status, run, and append a failure's text to it."""
-        self._clear()
+        if clear:
+            self._clear()
         try:
             return func(*args)
         except kparse.KernelError as e:
@@ -393,7 +414,7 @@ class ResctrlModel(object):
     def schemata_text(self, group):
         return schemata.format_schemata(self.profile, self.domains,
                                         group.config, group.closid,
-                                        self.legacy)
+                                        not self.has('no_padding'))
 
     def size_text(self, group):
         return schemata.format_size(self.profile, self.domains, group.config)
@@ -411,7 +432,7 @@ class ResctrlModel(object):
     def _write_schemata(self, group, text):
         staged = schemata.parse_write(
             text, self.profile, self.domains, group.closid, group.mode,
-            self.allocated(exclude=group), self.legacy)
+            self.allocated(exclude=group), not self.has('bw_validate'))
         self._update_counters()   # charge the past at the old throttle
         for name, values in staged.items():
             group.config.setdefault(name, {}).update(values)
@@ -483,6 +504,18 @@ class ResctrlModel(object):
 
     def write_tasks(self, group, text, caller_tid=0, caller_uid=0):
         """Move the listed threads into *group* (see the module doc)."""
+        if not self.has('multi_tasks'):
+            # Before 6.7: one integer per write, checked before the lock
+            # is taken, so a list fails without touching the status.
+            try:
+                pid = kparse.kstrtoint(kparse.strim(text), 0)
+            except kparse.ParseError:
+                pid = -1
+            if pid < 0:
+                raise kparse.KernelError(errno.EINVAL)
+            self._snap = None
+            return self._run(self._move_task, pid or caller_tid, group,
+                             caller_uid)
         self._run(self._write_tasks, group, text, caller_tid, caller_uid)
 
     def _write_tasks(self, group, buf, caller_tid, caller_uid):
@@ -546,7 +579,12 @@ class ResctrlModel(object):
 
     def refuse_mkdir(self):
         """mkdir where only the kernel's checks refuse it (EPERM)."""
-        self._run(self._fail, errno.EPERM)
+        self._fail(errno.EPERM)
+
+    def _mkdir_run(self, func, *args):
+        # Only kernels before 5.10 cleared the status in every mkdir.
+        return self._run(func, *args,
+                         clear=self.has('mkdir_clear_status'))
 
     def refuse_rename(self, text):
         """rename the kernel refuses after its checks (EPERM, *text*)."""
@@ -557,22 +595,36 @@ class ResctrlModel(object):
         self._check_name(name)
         if not self.profile.alloc_capable:
             return self.refuse_mkdir()
-        return self._run(self._mkdir_ctrl, name, uid, gid, dirmode)
+        return self._mkdir_run(self._mkdir_ctrl, name, uid, gid, dirmode)
+
+    def _alloc_closid(self):
+        used = {g.closid for g in self.groups.values()}
+        for closid in range(1, self.usable_closids):
+            if closid not in used:
+                return closid
+        self._fail(errno.ENOSPC, "Out of CLOSIDs\n")
 
     def _mkdir_ctrl(self, name, uid, gid, dirmode):
-        used = {g.closid for g in self.groups.values()}
-        free = [c for c in range(1, self.profile.num_closids)
-                if c not in used]
-        if not free:
-            self._fail(errno.ENOSPC, "Out of CLOSIDs\n")
-        closid = free[0]
         now = self.clock()
-        rmid = self.rmids.alloc(now) if self.profile.mon_capable else 0
+        mon = self.profile.mon_capable
+        if self.has('rmid_after_closid'):
+            closid = self._alloc_closid()
+            rmid = self._alloc_rmid() if mon else 0
+        else:
+            # Before 6.9 the RMID came first; without a CLOSID it is
+            # freed again, into limbo like any other.
+            rmid = self._alloc_rmid() if mon else 0
+            try:
+                closid = self._alloc_closid()
+            except kparse.KernelError:
+                if mon:
+                    self.rmids.put(rmid, now, self.limbo_delay)
+                raise
         try:
             config = schemata.init_config(self.profile, self.domains, closid,
                                           self.allocated())
         except kparse.KernelError:
-            if self.profile.mon_capable:
+            if mon:
                 self.rmids.put(rmid, now, self.limbo_delay)
             raise
         group = Group(name, CTRL, closid=closid, rmid=rmid, config=config,
@@ -585,12 +637,16 @@ class ResctrlModel(object):
     def mkdir_mon(self, parent, name, uid=0, gid=0, dirmode=0o755):
         """``mkdir <parent>/mon_groups/<name>``: a new monitoring group."""
         self._check_name(name)
-        return self._run(self._mkdir_mon, parent, name, uid, gid, dirmode)
+        if not self.profile.mon_capable:
+            return self.refuse_mkdir()
+        return self._mkdir_run(self._mkdir_mon, parent, name, uid, gid,
+                               dirmode)
+
+    def _alloc_rmid(self):
+        return self.rmids.alloc(self.clock())
 
     def _mkdir_mon(self, parent, name, uid, gid, dirmode):
-        if not self.profile.mon_capable:
-            self._fail(errno.EPERM)
-        rmid = self.rmids.alloc(self.clock())
+        rmid = self._alloc_rmid()
         group = Group(name, MON, parent=parent, rmid=rmid, uid=uid, gid=gid,
                       dirmode=dirmode, ctime=time.time())
         parent.mons[name] = group

@@ -99,8 +99,7 @@ class ResctrlTree(object):
             return _MON_INFO
         schema = prof.schema(name)
         if schema.is_cache:
-            if self.model.legacy:
-                # sparse_masks appeared in Linux 6.7.
+            if not self.model.has('sparse_masks'):
                 return tuple(f for f in _CACHE_INFO if f != 'sparse_masks')
             return _CACHE_INFO
         modes = [r.throttle_mode for r in (prof.mb, prof.smba) if r]
@@ -392,6 +391,9 @@ class ResctrlTree(object):
         if src.kind in in_info or dst_parent.kind in in_info or (
                 src.kind == INFO_FILE and not src.extra):
             raise _err(errno.ENOENT)
+        if not m.has('mon_rename'):
+            # Before 6.5 resctrl has no rename operation: kernfs refuses.
+            raise _err(errno.EPERM)
         if src.kind not in _DIRS or dst_parent.kind not in _DIRS:
             # The kernel's text really lacks the newline.
             return m.refuse_rename(

@@ -19,6 +19,7 @@ import sys
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import kernels
 from rdt_virt.emulator import launcher as emulator
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import layout
@@ -54,11 +55,15 @@ class Sandbox(object):
     :param profile: emulated hardware profile name.
     :param cache_dir: directory kept across sandboxes for libvirt's QEMU
         capability cache (optional).
+    :param kernel: emulated kernel spec (see
+        :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
     """
 
-    def __init__(self, directory, profile='reference', cache_dir=None):
+    def __init__(self, directory, profile='reference', cache_dir=None,
+                 kernel=None):
         self.paths = layout.Paths(directory, cache_dir)
         self.profile = profiles.get_profile(profile).name
+        self.kernel = kernels.get_kernel(kernel).spec
         self.info = layout.read_ready(self.paths)
 
     # Where things are ------------------------------------------------------
@@ -127,6 +132,7 @@ class Sandbox(object):
         # binds it on /sys/fs/resctrl for libvirt.
         try:
             handle = emulator.mount(self.paths.resctrl, self.profile,
+                                    kernel=self.kernel,
                                     control_socket=self.paths.control,
                                     log_path=self.paths.log('emulator.log'))
         except emulator.EmulatorError as e:

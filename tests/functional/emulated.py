@@ -22,6 +22,7 @@ from rdt_virt.resctrl import fs
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
 from tests import base
+from tests.functional import matrix
 
 # libvirt's QEMU capability cache, kept across sandboxes and test runs: the
 # first probe of QEMU takes 5-8 s, later sandboxes start in about a second.
@@ -37,9 +38,10 @@ class SandboxFixture(fixtures.Fixture):
         resctrl, reached from outside the namespace.
     """
 
-    def __init__(self, profile='reference'):
+    def __init__(self, profile='reference', kernel=None):
         super().__init__()
         self.profile = profile
+        self.kernel = kernel or matrix.default_kernel()
 
     def _setUp(self):
         import libvirt
@@ -47,7 +49,8 @@ class SandboxFixture(fixtures.Fixture):
         # Short: libvirt's socket path must fit in sun_path (108 bytes).
         self.dir = tempfile.mkdtemp(prefix='rdtsb-', dir='/tmp')
         self.addCleanup(shutil.rmtree, self.dir, True)
-        self.sandbox = launcher.Sandbox(self.dir, self.profile, CACHE_DIR)
+        self.sandbox = launcher.Sandbox(self.dir, self.profile, CACHE_DIR,
+                                        kernel=self.kernel)
         self.addCleanup(self.sandbox.stop)
         self.sandbox.start()
         self.conn = libvirt.open(self.sandbox.uri)
@@ -80,9 +83,15 @@ class SandboxFixture(fixtures.Fixture):
 
 
 class SandboxTestCase(base.TestCase):
-    """Tests on a fresh sandbox of ``PROFILE`` each."""
+    """Tests on a fresh sandbox of ``PROFILE`` and ``KERNEL`` each.
+
+    Scenarios from :func:`tests.functional.matrix.scenarios` set the
+    lower-case ``profile`` and ``kernel``, which take precedence.
+    """
 
     PROFILE = 'reference'
+    #: Kernel spec; None: ``RDT_VIRT_TEST_KERNEL`` or the newest release.
+    KERNEL = None
 
     def setUp(self):
         super().setUp()
@@ -92,6 +101,8 @@ class SandboxTestCase(base.TestCase):
         except ImportError:
             reasons.append('libvirt-python is not installed')
         self.require(not reasons, '; '.join(reasons))
-        self.sb = self.useFixture(SandboxFixture(self.PROFILE))
+        self.sb = self.useFixture(SandboxFixture(
+            getattr(self, 'profile', self.PROFILE),
+            getattr(self, 'kernel', self.KERNEL)))
         self.conn = self.sb.conn
         self.resctrl = self.sb.resctrl

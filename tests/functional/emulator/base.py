@@ -23,29 +23,41 @@ import fixtures
 
 from rdt_virt.emulator import launcher
 from tests import base
+from tests.functional import matrix
 
 
 class EmulatorFixture(fixtures.Fixture):
-    """Mount the emulator on a temporary directory; unmount on cleanup."""
+    """Mount the emulator on a temporary directory; unmount on cleanup.
 
-    def __init__(self, profile='reference', **kwargs):
+    :param kernel: kernel spec (default: ``RDT_VIRT_TEST_KERNEL`` or the
+        newest release).
+    """
+
+    def __init__(self, profile='reference', kernel=None, **kwargs):
         super().__init__()
         self.profile = profile
+        self.kernel = kernel or matrix.default_kernel()
         self.kwargs = kwargs
 
     def _setUp(self):
         self.mountpoint = tempfile.mkdtemp(prefix='resctrl-')
         self.addCleanup(shutil.rmtree, self.mountpoint, True)
         self.handle = launcher.mount(self.mountpoint, self.profile,
-                                     **self.kwargs)
+                                     kernel=self.kernel, **self.kwargs)
         self.addCleanup(self.handle.stop)
         self.client = self.handle.client
 
 
 class EmulatorTestCase(base.TestCase):
-    """Tests against a mounted emulator (root, /dev/fuse, libfuse3)."""
+    """Tests against a mounted emulator (root, /dev/fuse, libfuse3).
+
+    ``profile`` and ``kernel`` say what it emulates; scenarios from
+    :func:`tests.functional.matrix.scenarios` set both.
+    """
 
     profile = 'reference'
+    #: Kernel spec; None: ``RDT_VIRT_TEST_KERNEL`` or the newest release.
+    kernel = None
 
     def setUp(self):
         super().setUp()
@@ -55,7 +67,8 @@ class EmulatorTestCase(base.TestCase):
                      'libfuse3 is not installed')
         self.require(shutil.which('fusermount3') or shutil.which('umount'),
                      'fusermount3 is not installed')
-        self.emulator = self.useFixture(EmulatorFixture(self.profile))
+        self.emulator = self.useFixture(EmulatorFixture(self.profile,
+                                                        self.kernel))
         self.root = self.emulator.mountpoint
         self.client = self.emulator.client
 

@@ -71,6 +71,8 @@ class ModelTestCase(base.TestCase):
     profile = 'reference'
     cpus = (0, 1)
     legacy = False
+    #: Kernel spec (None: the newest release, or 6.1 when ``legacy``).
+    kernel = None
 
     def setUp(self):
         super().setUp()
@@ -84,6 +86,7 @@ class ModelTestCase(base.TestCase):
     def make_model(self, profile, **kwargs):
         kwargs.setdefault('online_cpus', self.cpus)
         kwargs.setdefault('legacy', self.legacy)
+        kwargs.setdefault('kernel', self.kernel)
         return model.ResctrlModel(profile, self.threads, clock=self.clock,
                                   **kwargs)
 

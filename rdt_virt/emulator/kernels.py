@@ -1,0 +1,158 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Kernel releases of the emulated host, as sets of behaviours.
+
+Resctrl's user-visible behaviour changed from release to release, and
+distributions backport fixes into old releases (Debian's 6.1.y has the
+``bw_validate`` fix of 6.12), so a release here is not a version number
+but the set of *features* it has. A kernel is named by a spec: a release,
+then features added with ``+`` or removed with ``-``::
+
+    6.1                 mainline 6.1 as released
+    6.1+bw_validate     Debian 12's 6.1.y
+    newest-mbm_assign   the newest release without counter assignment
+
+Each feature names the mainline release and the commit that brought it
+(see :data:`FEATURES`); a release has every feature whose release is not
+newer than it. ``mkdir_clear_status`` belongs to no listed release: kernels
+before 5.10 cleared ``last_cmd_status`` in every mkdir of a group, later
+ones never do (only writes and rename clear it).
+"""
+
+import collections
+import re
+
+Feature = collections.namedtuple('Feature', 'release commit summary')
+
+#: Features in the order they reached mainline.
+FEATURES = collections.OrderedDict([
+    ('mkdir_clear_status', Feature(
+        None, 'mkdir_rdt_prepare() before 5.10',
+        'mkdir of a group clears last_cmd_status')),
+    ('mon_rename', Feature(
+        '6.5', 'x86/resctrl: Implement rename op for mon groups',
+        'a monitoring group can be renamed and moved to another control '
+        'group (before: kernfs answers EPERM)')),
+    ('multi_tasks', Feature(
+        '6.7', 'x86/resctrl: Add multiple tasks to the resctrl group at '
+        'once', 'one tasks write takes a comma-separated list (before: one '
+        'integer per write, a list is EINVAL with no status text)')),
+    ('sparse_masks', Feature(
+        '6.7', 'x86/resctrl: Enable non-contiguous CBMs in Intel CAT',
+        'info/<cache>/sparse_masks exists')),
+    ('rmid_after_closid', Feature(
+        '6.9', 'x86/resctrl: Move RMID allocation out of '
+        'mkdir_rdt_prepare()', 'control-group mkdir takes its CLOSID '
+        'before its RMID (before: the RMID first, freed into limbo when '
+        'no CLOSID is left)')),
+    ('bw_validate', Feature(
+        '6.12', 'x86/resctrl: Avoid overflow in MB settings in '
+        'bw_validate()', 'MB values parsed as u32; MBps values are not '
+        'rounded to bandwidth_gran (before: rounded up like percents); '
+        'backported to stable releases')),
+    ('no_padding', Feature(
+        '6.15', 'x86/resctrl: Remove data_width and the tabular format',
+        'schemata values are not padded to a column width')),
+    ('closid_bitmap', Feature(
+        '6.16', 'x86/resctrl: Remove the limit on the number of CLOSID',
+        'more than 32 CLOSIDs usable (before: at most 32 whatever '
+        'num_closids says)')),
+])
+
+#: Releases offered by name, oldest first; ``newest`` is the last one.
+RELEASES = ('5.14', '5.15', '6.1', '6.8', '6.18', '7.0')
+NEWEST = RELEASES[-1]
+#: Releases that the functional test matrix runs by default.
+MATRIX_RELEASES = ('6.1', '6.8', NEWEST)
+
+_SPEC = re.compile(r'^([0-9]+\.[0-9]+|newest)((?:[+-][a-z0-9_]+)*)$')
+
+
+class UnknownKernel(ValueError):
+    """A kernel spec that names no release or an unknown feature."""
+
+
+def _version(text):
+    major, minor = text.split('.')
+    return int(major), int(minor)
+
+
+def release_features(release):
+    """The features of mainline *release* (``'6.1'``...)."""
+    version = _version(release)
+    return frozenset(
+        name for name, feat in FEATURES.items()
+        if feat.release and _version(feat.release) <= version)
+
+
+class Kernel(object):
+    """A kernel: a release and the features it has.
+
+    :ivar spec: the normalised spec, e.g. ``'6.1+bw_validate'``.
+    :ivar release: the base release.
+    :ivar features: frozenset of feature names.
+    """
+
+    def __init__(self, release, features, spec=None):
+        self.release = release
+        self.features = frozenset(features)
+        self.spec = spec or release
+
+    def has(self, feature):
+        if feature not in FEATURES:
+            raise KeyError('unknown kernel feature %r' % feature)
+        return feature in self.features
+
+    def __eq__(self, other):
+        return (isinstance(other, Kernel) and
+                self.features == other.features)
+
+    def __hash__(self):
+        return hash(self.features)
+
+    def __repr__(self):
+        return '<Kernel %s>' % self.spec
+
+
+def get_kernel(spec=None):
+    """The :class:`Kernel` a spec names (default: the newest release).
+
+    :raises UnknownKernel: with the known releases and features.
+    """
+    if isinstance(spec, Kernel):
+        return spec
+    spec = (spec or NEWEST).strip()
+    match = _SPEC.match(spec)
+    release = match and match.group(1)
+    if release == 'newest':
+        release = NEWEST
+    if not match or release not in RELEASES:
+        raise UnknownKernel(
+            'unknown kernel %r: give a release (%s or newest), then '
+            '+feature or -feature' % (spec, ', '.join(RELEASES)))
+    features = set(release_features(release))
+    for sign, name in re.findall(r'([+-])([a-z0-9_]+)', match.group(2)):
+        if name not in FEATURES:
+            raise UnknownKernel('unknown kernel feature %r (known: %s)' % (
+                name, ', '.join(FEATURES)))
+        if sign == '+':
+            features.add(name)
+        else:
+            features.discard(name)
+    return Kernel(release, features, release + match.group(2))
+
+
+def describe():
+    """Rows ``(feature, release, commit, summary)`` for listings."""
+    return [(name, feat.release or '-', feat.commit, feat.summary)
+            for name, feat in FEATURES.items()]

@@ -1,0 +1,61 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Kernel releases through real system calls, on the test matrix."""
+
+import errno
+import os
+
+import testscenarios
+
+from rdt_virt.emulator import kernels
+from tests.functional.emulator import base
+from tests.functional import matrix
+
+
+class KernelMatrixTest(testscenarios.WithScenarios, base.EmulatorTestCase):
+
+    scenarios = matrix.scenarios()
+
+    def setUp(self):
+        super().setUp()
+        self.features = kernels.get_kernel(self.kernel).features
+
+    def test_reports_its_kernel(self):
+        status = self.client.status()
+        self.assertEqual(self.kernel, status['kernel'])
+        self.assertEqual(self.profile, status['profile'])
+
+    def test_rename_and_tasks(self):
+        os.mkdir(self.path('g1'))
+        os.mkdir(self.path('g1', 'mon_groups', 'm1'))
+        old = self.path('g1', 'mon_groups', 'm1')
+        new = self.path('mon_groups', 'm1')
+        if 'mon_rename' in self.features:
+            os.rename(old, new)
+            self.assertEqual(['m1'], os.listdir(self.path('mon_groups')))
+        else:
+            self.assertErrno(errno.EPERM, os.rename, old, new)
+            self.assertEqual(['m1'], os.listdir(self.path('g1',
+                                                          'mon_groups')))
+        a = self.spawn('import time\ntime.sleep(60)')
+        b = self.spawn('import time\ntime.sleep(60)')
+        ids = '%d,%d\n' % (a.pid, b.pid)
+        if 'multi_tasks' in self.features:
+            self.write('g1/tasks', ids)
+        else:
+            self.assertEqual('ok\n', self.assertErrno(
+                errno.EINVAL, self.write, 'g1/tasks', ids))
+            self.write('g1/tasks', '%d\n' % a.pid)
+            self.write('g1/tasks', '%d\n' % b.pid)
+        self.assertEqual({a.pid, b.pid},
+                         {int(t) for t in self.read('g1', 'tasks').split()})
