@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The agent on the kernels and hosts operators run.
+
+Every test here runs once per kernel release and host of
+:func:`tests.functional.matrix.scenarios` (6.1, 6.8 and the newest
+release, on the Intel reference host and an AMD host by default), with
+ids such as ``test_x(6.1-amd)``. They cover what differs between
+releases: monitoring-group rename (6.5), thread-id lists (6.7/6.8), MBps
+rounding (the 2024 bw_validate fix), and the rates on AMD hosts. The rest
+of the agent's functional tests run on the newest release only.
+"""
+
+import time
+
+import fixtures
+import testscenarios
+
+from rdt_virt.agent import model
+from rdt_virt.emulator import kernels
+from rdt_virt.privsep import resctrl as priv
+from tests.functional.agent import base
+from tests.functional import matrix
+
+P = base.PREFIX
+TOTAL = 'mbm_total_bytes'
+
+
+def counter_path(counters):
+    group, mon = counters
+    parts = [group] if group else []
+    if mon:
+        parts += ['mon_groups', mon]
+    return '/'.join(parts) or '/'
+
+
+class KernelTestCase(base.AgentTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # What the privileged side learnt of another kernel does not hold.
+        self.useFixture(fixtures.MockPatchObject(
+            priv, '_MULTI_TID', {'supported': None}))
+
+
+class TestKernelMatrix(testscenarios.WithScenarios, KernelTestCase):
+
+    scenarios = matrix.scenarios()
+
+    @property
+    def amd(self):
+        return self.profile == 'amd'
+
+    def own_policy(self):
+        # AMD throttles in absolute units of 1/8 GBps, Intel in percent.
+        return base.own(64, 'amd') if self.amd else base.own(30, 'percent')
+
+    def assertConvergedTicksWriteNothing(self):
+        seq = self.mark()
+        for _ in range(2):
+            self.assertEqual(0, self.agent.tick().writes)
+        self.assertEqual([], self.mutations(seq))
+
+    def test_converges_then_writes_nothing(self):
+        plain = self.boot(vcpus=6)
+        own = self.boot(self.own_policy(), vcpus=6)
+        off = self.boot(monitor=False)
+        shared = None if self.amd else self.boot(base.shared(10), vcpus=6)
+        self.agent.tick()
+        self.assertEqual(0, self.agent.totals['errors'])
+        self.assertPlaced(plain, None)
+        self.assertPlaced(own, P + 'i-' + own, mon=None)
+        self.assertPlaced(off, None, mon=None)
+        if shared:
+            self.assertPlaced(shared, P + 'mb10')
+        self.assertConvergedTicksWriteNothing()
+
+    def test_percentage_change_moves_the_monitoring_group(self):
+        if self.amd:
+            self.skipTest('shared groups throttle in percent (Intel MBA)')
+        a = self.boot(base.shared(10))
+        self.agent.tick()
+        inst = self.source.domains[a]
+        self.source.domains[a] = model.Instance(
+            a, inst.name, inst.domain_id, bandwidth=base.shared(20),
+            monitor=True)
+        self.agent.tick()
+        # Throttled at the new value and monitored; never left behind in
+        # the old group or in the default group.
+        self.assertPlaced(a, P + 'mb20')
+        self.assertEqual([P + 'mb20'], self.groups())
+        renames = kernels.get_kernel(self.kernel).has('mon_rename')
+        if not renames:
+            self.assertIn('re-creating them instead', self.logger.output)
+        self.assertConvergedTicksWriteNothing()
+        # And back: the agent now knows and does not try a rename again.
+        seq = self.mark()
+        self.source.domains[a] = inst
+        self.agent.tick()
+        self.assertPlaced(a, P + 'mb10')
+        ops = [e['op'] for e in self.mutations(seq)]
+        self.assertEqual(renames, 'rename' in ops, ops)
+
+    def test_rates_within_one_percent(self):
+        uuids = [self.boot(), self.boot(self.own_policy())]
+        self.agent.tick()
+        doms = self.agent.caps.monitor.domain_ids
+        rates = {}
+        for n, uuid in enumerate(uuids):
+            path = counter_path(self.agent.placements[uuid].counters)
+            for dom in doms:
+                rate = 1.0e8 * (n + 1) * (dom + 1)
+                self.client.set_rate(path, rate, domain=dom, event=TOTAL)
+                rates[uuid] = rates.get(uuid, 0.0) + rate
+        self.agent.sample()
+        # Long enough that reading the files takes a small share of it.
+        time.sleep(6.0)
+        doc = self.agent.sample()
+        for uuid in uuids:
+            got = doc['instances'][uuid]['mbm_total_bps']
+            self.assertIsNotNone(got, doc['instances'][uuid])
+            self.assertLess(abs(got - rates[uuid]), 0.01 * rates[uuid])
+        self.assertLessEqual(doc['host']['mbm_total_bps'],
+                             doc['host']['bandwidth_ceiling_bps'])
+
+
+class TestMBpsRounding(testscenarios.WithScenarios, KernelTestCase):
+    """Kernels before the bw_validate fix round MBps up to the granule."""
+
+    profile = 'mba-mbps'
+    scenarios = [(spec, {'kernel': spec})
+                 for spec in ('6.1', '6.1+bw_validate', kernels.NEWEST)]
+
+    def test_converged_ticks_write_nothing(self):
+        a = self.boot(base.own(505))
+        self.agent.tick()
+        shown = self.read(P + 'i-' + a, 'schemata')
+        rounds = not kernels.get_kernel(self.kernel).has('bw_validate')
+        self.assertIn('MB:0=%d' % (510 if rounds else 505),
+                      shown.replace(' ', ''))
+        seq = self.mark()
+        for _ in range(2):
+            self.assertEqual(0, self.agent.tick().writes)
+        self.assertEqual([], self.mutations(seq))
