@@ -66,7 +66,7 @@ def _target(action):
     """(group, mon_group) an action needs to exist, for skipping."""
     if isinstance(action, (model.WriteSchemata, model.RemoveGroup)):
         return [(action.group, None)]
-    if isinstance(action, model.AssignTasks):
+    if isinstance(action, (model.AssignTasks, model.AssignCounter)):
         return [(action.group, None), (action.group, action.mon_group)]
     if isinstance(action, (model.CreateMonGroup, model.RemoveMonGroup)):
         return [(action.group, None)]
@@ -102,6 +102,9 @@ class Executor(object):
         if isinstance(action, model.MoveMonGroup):
             return api.move_mon_group(action.mon_group, action.group,
                                       action.new_group), 1
+        if isinstance(action, model.AssignCounter):
+            return api.assign_counter(action.group, action.mon_group,
+                                      action.event, action.state), 1
         raise TypeError('unknown action %r' % (action,))
 
     def apply(self, actions):
@@ -195,6 +198,10 @@ class Executor(object):
             LOG.info('Wrote schemata of %s: %s',
                      action.group or 'the default group',
                      action.text.strip().replace('\n', ' '))
+        elif isinstance(action, model.AssignCounter):
+            LOG.debug('%s the %s counter of %s/%s',
+                      'Assigned' if action.state == 'e' else 'Released',
+                      action.event, action.group, action.mon_group)
         elif isinstance(action, model.AssignTasks):
             if result.get('gone'):
                 LOG.debug('Threads %s exited before they could move',

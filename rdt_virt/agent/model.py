@@ -206,6 +206,20 @@ class MoveMonGroup:
     uuid: typing.Optional[str] = None
 
 
+@dataclasses.dataclass(frozen=True)
+class AssignCounter:
+    """Give (``'e'``) or take (``'_'``) the MBM counter of one event.
+
+    Counter-assignment mode (``mbm_event``) only; on every domain.
+    """
+
+    group: typing.Optional[str]
+    mon_group: typing.Optional[str]
+    event: str
+    state: str
+    uuid: typing.Optional[str] = None
+
+
 # Where an instance ended up --------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)

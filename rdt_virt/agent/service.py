@@ -37,6 +37,7 @@ import zlib
 from oslo_log import log as logging
 
 from rdt_virt.agent import ceiling as ceiling_mod
+from rdt_virt.agent import counters as counters_mod
 from rdt_virt.agent import domains
 from rdt_virt.agent import model
 from rdt_virt.agent import publish
@@ -94,6 +95,10 @@ class Agent(object):
             default_l3_ways=conf.rdt.default_group_l3_ways,
             place_extra=self.opts.place_extra_threads)
         self.rotation = rotation_mod.Rotation(self.opts.rotation_interval)
+        # MBM counters rotate like RMIDs on counter-assignment hosts.
+        self.counter_rotation = rotation_mod.Rotation(
+            self.opts.rotation_interval)
+        self.counter_info = None     # what the state file says of them
         self.tracker = sampler.RateTracker()
         self.ceiling_source = None
         # Groups holding an RMID at the last tick, and the monitoring
@@ -314,6 +319,66 @@ class Agent(object):
                     break
         return draining
 
+    def _assign_counters(self, placements, snap, now):
+        """Give MBM counters to the groups that count instances.
+
+        Counter-assignment hosts only (see :mod:`rdt_virt.agent.counters`).
+        Returns the number of writes.
+        """
+        rc = self.resctrl
+        mon = self.caps.monitor
+        events = mon.mbm_events
+        owner = {}
+        for uuid, place in placements.items():
+            if place.counters is not None:
+                owner[tuple(place.counters)] = uuid
+        spare = set()
+        for name in snap.groups:
+            kind = groups_mod.parse(self.settings.prefix, name or '')
+            if kind and kind[0] == 'shared' and (name, None) not in owner:
+                spare.add((name, None))
+        actual = {}
+        for key in list(owner) + sorted(spare):
+            try:
+                actual[key] = rc.read_assignments(*key)
+            except exception.ResctrlError:
+                owner.pop(key, None)
+                spare.discard(key)
+        try:
+            available = rc.read_available_counters()
+        except exception.ResctrlError as e:
+            LOG.warning('Cannot read the free MBM counters: %s', e)
+            return 0
+        budget = counters_mod.budget(mon, available, actual)
+        # First time round, those that have counters keep them.
+        self.counter_rotation.adopt(
+            [u for key, u in owner.items()
+             if counters_mod.has_all(actual.get(key, {}), events)],
+            budget, now)
+        window = self.counter_rotation.update(sorted(owner.values()),
+                                              budget, now)
+        wanted = {key: (uuid, uuid in window) for key, uuid in owner.items()}
+        wanted.update({key: (None, False) for key in spare})
+        actions = counters_mod.actions(wanted, actual, events)
+        outcome = self.executor.apply(actions) if actions else None
+        for action in actions:
+            if action.state == fs.ASSIGNED:
+                # A new counter starts from zero: restart the rates.
+                key = action.mon_group or action.group
+                self._generation[key] = self._generation.get(key, 0) + 1
+        with_counters = sum(
+            1 for key, (_u, want) in wanted.items() if want and key in owner)
+        self.counter_info = {
+            'counter_mode': mon.assign_mode,
+            'mbm_counters_total': min(
+                (n for _d, n in mon.num_mbm_cntrs), default=0),
+            'mbm_counters_available': min(available.values(), default=0),
+            'counter_budget': budget,
+            'counter_coverage': round(self.counter_rotation.coverage, 4),
+            'instances_with_counters': with_counters,
+        }
+        return outcome.writes if outcome else 0
+
     # Planning and applying --------------------------------------------------
 
     def _blocked(self, now):
@@ -449,6 +514,9 @@ class Agent(object):
             outcome = self._apply(result, now, ours)
             self._drained = {(a.group, a.mon_group) for a in result.actions
                              if isinstance(a, model.RemoveMonGroup)}
+            if self.caps.monitor and self.caps.monitor.assigns_counters:
+                outcome.writes += self._assign_counters(result.placements,
+                                                        snap, now)
         self.instances = instances
         self.threads = threads
         self.placements = result.placements
@@ -521,6 +589,7 @@ class Agent(object):
         tick a little later.
         """
         self.procfs.forget(uuid)
+        self.counter_rotation.forget(uuid)
         mon = self.caps.monitor if self.caps else None
         # Without CMT the kernel frees RMIDs at once: no limbo.
         self.rotation.forget(uuid, self.clock() if (
@@ -631,6 +700,11 @@ class Agent(object):
                 LOG.debug('Cannot read counters of %s: %s', uuid, e)
                 continue
             rates[uuid] = self.tracker.update(uuid, reading)
+            if self.counter_info is not None and (
+                    uuid not in self.counter_rotation.window) and (
+                    rates[uuid].mbm_total_bps is None):
+                rates[uuid] = dataclasses.replace(
+                    rates[uuid], reason=counters_mod.R_NO_COUNTER)
         self.tracker.forget(set(rates))
         self.rates = rates
         caps = self.caps
@@ -651,8 +725,10 @@ class Agent(object):
         return doc
 
     def _host_extra(self):
-        return {'bandwidth_ceiling_bps': self.tracker.ceiling,
-                'counter_resets': self.tracker.jumps}
+        extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
+                 'counter_resets': self.tracker.jumps}
+        extra.update(self.counter_info or {})
+        return extra
 
     # The loop --------------------------------------------------------------
 

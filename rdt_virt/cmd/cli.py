@@ -202,6 +202,15 @@ def top_table(doc):
                  100 * (host.get('coverage') or 0),
                  '  (rotating monitoring groups)' if host.get('rotating')
                  else '')]
+    if host.get('counter_mode'):
+        # Counter assignment: only groups with a counter count bandwidth.
+        lines.append('MBM counters: %s mode, %s per domain, %s free, %d '
+                     'instances counted (%.0f%%)' % (
+                         host['counter_mode'],
+                         host.get('mbm_counters_total', '?'),
+                         host.get('mbm_counters_available', '?'),
+                         host.get('instances_with_counters') or 0,
+                         100 * (host.get('counter_coverage') or 0)))
     rows = []
     for uuid, inst in sorted(doc.get('instances', {}).items(),
                              key=lambda kv: (kv[1].get('name') or '',

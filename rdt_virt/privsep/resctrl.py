@@ -246,6 +246,25 @@ def move_mon_group(name, group, new_group):
 
 
 @privsep.sys_admin_pctxt.entrypoint
+def assign_counter(group, mon_group, event, state):
+    """Give (``'e'``) or take (``'_'``) an MBM counter of a group's event.
+
+    Only in counter-assignment mode (``mbm_event``, 6.18+); every domain.
+    """
+    # The default group's own counters are not the agent's to give away.
+    check_control_group(group, allow_root=mon_group is not None)
+    if mon_group is not None:
+        check_mon_group(mon_group)
+    if event not in ('mbm_total_bytes', 'mbm_local_bytes'):
+        raise ValueError('invalid MBM event %r' % (event,))
+    if state not in (fs.ASSIGNED, fs.UNASSIGNED):
+        raise ValueError('invalid assignment %r' % (state,))
+    rc = _resctrl()
+    check_path(rc, rc.path(group, mon_group, fs.ASSIGNMENTS))
+    return _run(rc.write_assignment, group, mon_group, event, state)
+
+
+@privsep.sys_admin_pctxt.entrypoint
 def write_schemata(group, text):
     """Write (partial) schemata ``text`` to ``group`` (None: default)."""
     check_control_group(group, allow_root=True)

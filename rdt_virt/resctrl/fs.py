@@ -56,7 +56,12 @@ from rdt_virt.resctrl import schemata as schemata_mod
 RESERVED_NAMES = frozenset(('info', 'mon_groups', 'mon_data'))
 # Files in a group's directory: a group of that name would be a file.
 GROUP_FILES = frozenset(('tasks', 'cpus', 'cpus_list', 'schemata', 'size',
-                         'mode', 'mon_hw_id', 'mba_MBps_event'))
+                         'mode', 'mon_hw_id', 'mba_MBps_event',
+                         'mbm_L3_assignments'))
+ASSIGNMENTS = 'mbm_L3_assignments'
+# Counter assignment states: exclusive counter, none.
+ASSIGNED = 'e'
+UNASSIGNED = '_'
 SENTINELS = ('Unavailable', 'Error', 'Unassigned')
 _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
@@ -558,6 +563,45 @@ class Resctrl(object):
                     values[event] = MonValue(None, os.strerror(e.errno))
             result[int(match.group(1))] = values
         return result
+
+    # Counter assignment (mbm_event mode, 6.18+) ---------------------------
+
+    def read_available_counters(self):
+        """``{domain id: free MBM counters}`` (``available_mbm_cntrs``)."""
+        return info_mod.parse_domain_counts(
+            self._read(os.path.join(self.root, 'info', 'L3_MON',
+                                    'available_mbm_cntrs')),
+            'available_mbm_cntrs')
+
+    def read_assignments(self, group=None, mon_group=None):
+        """A group's counters: ``{event: {domain id: 'e' or '_'}}``.
+
+        From ``mbm_L3_assignments``: one ``<event>:<id>=<state>;...`` line
+        per MBM event.
+        """
+        text = self._read(self.path(group, mon_group, ASSIGNMENTS))
+        found = {}
+        for line in text.splitlines():
+            event, sep, rest = line.strip().partition(':')
+            if not sep:
+                continue
+            doms = {}
+            for item in rest.split(';'):
+                dom, eq, state = item.strip().partition('=')
+                if eq and dom.strip().isdigit():
+                    doms[int(dom)] = state.strip()
+            found[event.strip()] = doms
+        return found
+
+    def write_assignment(self, group, mon_group, event, state, domain='*'):
+        """Assign (``'e'``) or release (``'_'``) a counter of ``event``.
+
+        :param domain: a domain id, or ``'*'`` for every domain.
+        :raises: ResctrlWriteError with last_cmd_status (for example when
+            no counter is free).
+        """
+        self._write(self.path(group, mon_group, ASSIGNMENTS),
+                    '%s:%s=%s\n' % (event, domain, state))
 
     # Locking ---------------------------------------------------------------
 

@@ -22,7 +22,13 @@
   ``min_bandwidth``, ``bandwidth_gran``, ``delay_linear``, ``num_closids``
   and ``thread_throttle_mode``;
 * monitoring: ``L3_MON`` with ``num_rmids``, ``mon_features`` and
-  ``max_threshold_occupancy``.
+  ``max_threshold_occupancy``; since 6.18, where the hardware assigns MBM
+  counters (AMD ABMC), also ``mbm_assign_mode`` (the active mode in
+  brackets: ``[mbm_event]`` or ``[default]``), ``num_mbm_cntrs`` and
+  ``available_mbm_cntrs`` (``<domain>=<count>;...``) and
+  ``mbm_assign_on_mkdir`` (``1``: a new group gets counters if any are
+  free). In ``mbm_event`` mode only groups with an assigned counter count
+  bandwidth; the others read ``Unassigned``.
 
 Every control group uses one CLOSID in every allocation resource, so the
 number of groups a host can hold is the minimum of ``num_closids`` over them.
@@ -153,6 +159,9 @@ class MemBwResource:
                 UNIT_AMD: MAX_AMD}[self.unit]
 
 
+ASSIGN_MBM_EVENT = 'mbm_event'
+
+
 @dataclasses.dataclass(frozen=True)
 class MonitorCapability:
     """L3 monitoring (CMT and MBM) with its RMIDs."""
@@ -161,6 +170,22 @@ class MonitorCapability:
     features: typing.FrozenSet[str]
     max_threshold_occupancy: typing.Optional[int]
     domain_ids: typing.Tuple[int, ...]
+    # Counter assignment (6.18+): the active mode, or None before 6.18.
+    assign_mode: typing.Optional[str] = None
+    # ((domain id, counters), ...) in mbm_event mode.
+    num_mbm_cntrs: typing.Tuple[typing.Tuple[int, int], ...] = ()
+    assign_on_mkdir: bool = False
+
+    @property
+    def assigns_counters(self):
+        """MBM counts only in groups given a counter (``mbm_event``)."""
+        return self.assign_mode == ASSIGN_MBM_EVENT
+
+    @property
+    def mbm_events(self):
+        """The MBM events this host counts, sorted."""
+        return tuple(sorted(e for e in self.features
+                            if e in (MBM_TOTAL_BYTES, MBM_LOCAL_BYTES)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,17 +339,48 @@ def _membw(name, info, root, mount_options):
         max_value=_amd_max(root[name].values()) if unit == UNIT_AMD else 0)
 
 
+def parse_assign_mode(text):
+    """The active mode of ``mbm_assign_mode`` (the one in brackets)."""
+    for word in (text or '').split():
+        if word.startswith('[') and word.endswith(']'):
+            return word[1:-1]
+    return None
+
+
+def parse_domain_counts(text, source='num_mbm_cntrs'):
+    """``0=32;1=32`` as ``{0: 32, 1: 32}``."""
+    counts = {}
+    for item in (text or '').strip().split(';'):
+        if not item.strip():
+            continue
+        dom, _eq, value = item.partition('=')
+        try:
+            counts[int(dom)] = int(value)
+        except ValueError:
+            raise exception.InvalidCapabilities(
+                source='info/L3_MON/' + source,
+                reason='not <domain>=<count>: %r' % item)
+    return counts
+
+
 def _monitor(info, mon_domain_ids):
     features = frozenset(
         info.get(MONITOR_RESOURCE + '/mon_features', '').split())
     occupancy = info.get(MONITOR_RESOURCE + '/max_threshold_occupancy')
+    mode = parse_assign_mode(info.get(MONITOR_RESOURCE + '/mbm_assign_mode'))
+    counters = parse_domain_counts(info.get(
+        MONITOR_RESOURCE + '/num_mbm_cntrs')) if mode else {}
     return MonitorCapability(
         num_rmids=_int(info, MONITOR_RESOURCE + '/num_rmids'),
         features=features,
         max_threshold_occupancy=(
             _int(info, MONITOR_RESOURCE + '/max_threshold_occupancy')
             if occupancy is not None else None),
-        domain_ids=tuple(sorted(mon_domain_ids)))
+        domain_ids=tuple(sorted(mon_domain_ids)),
+        assign_mode=mode,
+        num_mbm_cntrs=tuple(sorted(counters.items())),
+        assign_on_mkdir=info.get(
+            MONITOR_RESOURCE + '/mbm_assign_on_mkdir', '0').strip() == '1')
 
 
 def parse(info, root_schemata='', root_size='', mount_options=(),

@@ -106,6 +106,16 @@ class TestCLI(base.TestCase):
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
 
+    def test_top_shows_counter_coverage(self):
+        doc = test_pollsters.document(time.time())
+        doc['host'].update(counter_mode='mbm_event', mbm_counters_total=32,
+                           mbm_counters_available=0, counter_coverage=0.4,
+                           instances_with_counters=16)
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        self.assertIn('MBM counters: mbm_event mode, 32 per domain, 0 free, '
+                      '16 instances counted (40%)', text.splitlines()[1])
+
     def test_top_without_agent(self):
         code, text = self.run_cli('top', '--once')
         self.assertEqual(1, code)

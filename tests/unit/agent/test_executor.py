@@ -55,6 +55,9 @@ class FakeAPI(object):
     def move_mon_group(self, name, group, new_group):
         return self._answer('move_mon_group', name, group, new_group)
 
+    def assign_counter(self, group, mon, event, state):
+        return self._answer('assign_counter', mon or group, event, state)
+
     def assign_tasks(self, group, mon, tids):
         result = self._answer('assign_tasks', mon or group, tids)
         result.update(moved=tids, gone=[])

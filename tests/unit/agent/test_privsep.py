@@ -81,6 +81,16 @@ class TestValidation(PrivsepTestCase):
                      '1,2', None, list(range(1, 70000))):
             self.assertRefused(priv.assign_tasks, None, None, tids)
 
+    def test_counter_assignment_checked(self):
+        total = 'mbm_total_bytes'
+        for args in (('rdtvirt-mb10', None, 'llc_occupancy', 'e'),
+                     ('rdtvirt-mb10', None, total, 'x'),
+                     (None, None, total, '_'),
+                     ('pqos-1', None, total, 'e'),
+                     ('rdtvirt-mb10', '../x', total, 'e'),
+                     (None, 'collectd-1', total, 'e')):
+            self.assertRefused(priv.assign_counter, *args)
+
     def test_schemata_checked(self):
         for text in ('', 'garbage', 'L3:0=zz\n', 'MB:x=1\n',
                      'L3:0=f\n' * 3000, b'MB:0=10\n', 'mb:0=10\n'):
