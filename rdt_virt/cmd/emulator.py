@@ -22,7 +22,8 @@
     rdt-virt-emulator kernels
     rdt-virt-emulator topology --profile reference [--cpus 0-1]
     rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
-        set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay ...
+        set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay|
+        limbo|set-limbo-occupancy|hardware-reset ...
 
 ``mount`` runs in the background by default and prints the pid of the
 process serving the mount once the mount is up.
@@ -43,7 +44,8 @@ from rdt_virt.emulator import profiles
 LOG = logging.getLogger(__name__)
 
 _CTL_OPS = ('ping', 'status', 'log', 'truth', 'remount', 'set-counter',
-            'set-rate', 'set-sentinel', 'clear', 'reset', 'set-limbo-delay')
+            'set-rate', 'set-sentinel', 'clear', 'reset', 'set-limbo-delay',
+            'limbo', 'set-limbo-occupancy', 'hardware-reset')
 
 
 def _setup_logging(debug):
@@ -110,6 +112,7 @@ def _parser():
     p.add_argument('--since', type=int, default=0)
     p.add_argument('--profile')
     p.add_argument('--seconds', type=float)
+    p.add_argument('--rmid', type=int, help='an RMID in limbo')
     return parser
 
 
@@ -127,6 +130,11 @@ def _ctl_args(args):
         'clear': dict(where, group=args.group),
         'reset': {'group': args.group},
         'set-limbo-delay': {'seconds': args.seconds},
+        'limbo': {},
+        'hardware-reset': dict(where, group=args.group,
+                               seconds=args.seconds or 1.0),
+        'set-limbo-occupancy': {'rmid': args.rmid, 'value': args.value,
+                                'domain': args.domain},
     }[args.op]
 
 

@@ -34,7 +34,14 @@ TEXT}``. Groups are named by their path in the mount: ``/`` (the root),
                    ``Unassigned`` or null) [, ``domain``, ``event``]
 ``clear``          ``group`` [, ``domain``, ``event``]: back to the model
 ``reset``          ``group``: zero its counters
-``set_limbo_delay`` ``seconds`` a freed RMID stays busy
+``hardware_reset`` ``group`` [, ``seconds``, ``domain``, ``event``]: AMD
+                   hardware stops tracking the RMID (``Unavailable``, then
+                   the kernel's wrap jump)
+``set_limbo_delay`` ``seconds`` between two limbo checks (0: no limbo)
+``limbo``          RMIDs in limbo: occupancy per domain, busy domains,
+                   threshold, next check
+``set_limbo_occupancy`` ``rmid``, ``value`` bytes or null to let it decay
+                   [, ``domain``]: pin the occupancy of an RMID in limbo
 =================  ==========================================================
 
 Omitting ``domain`` or ``event`` applies to all of them.
@@ -191,6 +198,32 @@ class ControlServer(object):
         return self._inject('reset', group, lambda g, d, e: (
             self.model.counters.reset(g)))
 
+    def _op_limbo(self):
+        out = self.model.limbo()
+        for entry in out['limbo']:
+            entry['occupancy'] = {str(d): v
+                                  for d, v in entry['occupancy'].items()}
+        return out
+
+    def _op_set_limbo_occupancy(self, rmid, value, domain=None):
+        self.model.refresh()
+        try:
+            self.model.set_limbo_occupancy(int(rmid), value, domain)
+        except KeyError:
+            raise ValueError('RMID %r is not in limbo' % rmid) from None
+        self.model.log.record('set_limbo_occupancy', '/', {
+            'rmid': rmid, 'domain': domain, 'value': value})
+        return self._op_limbo()
+
+    def _op_hardware_reset(self, group, seconds=1.0, domain=None,
+                           event=None):
+        if self.model.profile.vendor != 'amd':
+            raise ValueError('only AMD hardware resets the counters of '
+                             'RMIDs it stops tracking')
+        return self._inject('hardware_reset', group, lambda g, d, e: (
+            self.model.counters.hardware_reset(g, float(seconds), d, e)),
+            domain, event, seconds)
+
     def _op_set_limbo_delay(self, seconds):
         self.model.limbo_delay = float(seconds)
         self.model.log.record('set_limbo_delay', '/', seconds)
@@ -272,5 +305,25 @@ class ControlClient(object):
     def reset(self, group):
         return self.call('reset', group=group)
 
+    def hardware_reset(self, group, seconds=1.0, domain=None, event=None):
+        return self.call('hardware_reset', group=group, seconds=seconds,
+                         domain=domain, event=event)
+
     def set_limbo_delay(self, seconds):
         return self.call('set_limbo_delay', seconds=seconds)
+
+    @staticmethod
+    def _limbo(out):
+        for entry in out['limbo']:
+            entry['occupancy'] = {int(d): v
+                                  for d, v in entry['occupancy'].items()}
+        return out
+
+    def limbo(self):
+        """RMIDs in limbo; occupancy keys are domain ints."""
+        return self._limbo(self.call('limbo'))
+
+    def set_limbo_occupancy(self, rmid, value, domain=None):
+        """Pin an RMID's occupancy in limbo (*value* None: decay)."""
+        return self._limbo(self.call('set_limbo_occupancy', rmid=rmid,
+                                     value=value, domain=domain))

@@ -40,7 +40,9 @@ seconds and is bounded by the bytes of the group's L3 mask on the domain.
 
 Tests take over any counter: an absolute value, a constant rate in bytes per
 second of the model clock (exact ground truth, no CPU model), a reset to
-zero, or a sentinel; :meth:`Counters.clear` hands it back to the model.
+zero, a sentinel, or an AMD hardware reset (:meth:`Counters.hardware_reset`:
+``Unavailable``, then a jump the kernel takes for a counter wrap);
+:meth:`Counters.clear` hands it back to the model.
 """
 
 import math
@@ -60,7 +62,8 @@ MIB = 1024 * 1024
 class _Cell(object):
     """One counter: (RMID, domain, event)."""
 
-    __slots__ = ('value', 'model', 'injected', 'rate', 'sentinel')
+    __slots__ = ('value', 'model', 'injected', 'rate', 'sentinel', 'wrap',
+                 'unavailable_until')
 
     def __init__(self):
         self.value = 0.0      # exact part: injected value plus rate
@@ -68,6 +71,12 @@ class _Cell(object):
         self.injected = False
         self.rate = 0.0
         self.sentinel = None
+        self.wrap = 0         # bytes the kernel added for hardware resets
+        self.unavailable_until = None
+
+    def unavailable(self, now):
+        return (self.unavailable_until is not None and
+                now < self.unavailable_until)
 
 
 class _State(object):
@@ -118,11 +127,28 @@ class Counters(object):
     def restore(self, group, state):
         self._states[group] = state
 
+    def occupancy(self, group):
+        """``{domain: bytes}`` of L3 the group's RMID holds now."""
+        state = self._states.get(group)
+        if state is None:
+            return {}
+        out = {}
+        for dom in self.domains:
+            cell = state.cells.get((dom, OCCUPANCY))
+            if cell is not None and cell.injected:
+                out[dom] = cell.value
+            else:
+                out[dom] = min(state.footprint[dom],
+                               self._allowed(group, dom))
+        return out
+
     def reset(self, group):
         """Zero the counters, as a hardware reset would; keep injections."""
         state = self._states[group]
         for cell in state.cells.values():
             cell.value = cell.model = 0.0
+            cell.wrap = 0
+            cell.unavailable_until = None
         for dom in state.footprint:
             state.footprint[dom] = 0.0
 
@@ -168,7 +194,8 @@ class Counters(object):
             return
         for state in self._states.values():
             for cell in state.cells.values():
-                if cell.injected and cell.rate:
+                if (cell.injected and cell.rate and
+                        not cell.unavailable(self._last)):
                     cell.value += cell.rate * dt
 
     def _charge(self, charged, dt):
@@ -195,7 +222,9 @@ class Counters(object):
             for event, share in ((TOTAL, 1.0),
                                  (LOCAL, model.local_fraction)):
                 cell = cells.get((dom, event))
-                if cell is not None and not cell.injected:
+                # Traffic while the hardware tracks no counter is lost.
+                if (cell is not None and not cell.injected and
+                        not cell.unavailable(self._last)):
                     cell.model += nbytes * share
 
     # Reading -----------------------------------------------------------------
@@ -203,11 +232,12 @@ class Counters(object):
     def _display(self, group, state, dom, event):
         cell = state.cells[(dom, event)]
         if cell.injected:
-            return int(cell.value)
+            return int(cell.value) + cell.wrap
         if event == OCCUPANCY:
             occ = min(state.footprint[dom], self._allowed(group, dom))
             return int(occ // self.scale * self.scale)
-        return int(cell.value) + int(cell.model // self.scale * self.scale)
+        return (int(cell.value) + int(cell.model // self.scale * self.scale)
+                + cell.wrap)
 
     def read_own(self, group, dom, event):
         """One RMID's counter: an int, or a sentinel string."""
@@ -215,6 +245,8 @@ class Counters(object):
         cell = state.cells[(dom, event)]
         if cell.sentinel:
             return cell.sentinel
+        if cell.unavailable(self._last):
+            return UNAVAILABLE
         return self._display(group, state, dom, event)
 
     def read(self, group, dom, event):
@@ -271,6 +303,24 @@ class Counters(object):
         for d, e, cell in self._cells(group, dom, event):
             cell.sentinel = sentinel
 
+    def hardware_reset(self, group, seconds=1.0, dom=None, event=None):
+        """The hardware stops tracking the RMID and resets its counter.
+
+        As on AMD without counter assignment: reads give ``Unavailable``
+        for *seconds*, traffic in that time is not counted, and the
+        kernel, which kept the last raw value, takes the restarted
+        counter for a wrap of its ``counter_width`` bits: the file jumps
+        up to the next multiple of 2^width x ``mon_scale`` and never goes
+        down.
+        """
+        span = (1 << self.profile.mon.counter_width) * self.scale
+        for d, e, cell in self._cells(group, dom, event):
+            if e == OCCUPANCY:
+                continue
+            shown = self._display(group, self._states[group], d, e)
+            cell.wrap += -shown % span
+            cell.unavailable_until = self._last + seconds
+
     def clear(self, group, dom=None, event=None):
         """Hand counters back to the model, keeping their current value."""
         for d, e, cell in self._cells(group, dom, event):
@@ -281,6 +331,7 @@ class Counters(object):
                     self._states[group].footprint[d] = cell.value
                     cell.value = 0.0
             cell.sentinel = None
+            cell.unavailable_until = None
 
     def describe(self, group):
         """Own counters of one RMID with their mode, for ground truth."""

@@ -55,6 +55,7 @@ from rdt_virt.emulator import counters as counters_mod
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
+from rdt_virt.emulator import rmids as rmids_mod
 from rdt_virt.emulator import schemata
 
 CTRL = 'ctrl'
@@ -98,33 +99,6 @@ class Group(object):
         return '<Group %s>' % (self.path or '/')
 
 
-class RmidAllocator(object):
-    """RMIDs: a free list in LRU order plus a limbo with release times."""
-
-    def __init__(self, num_rmids, use_limbo):
-        self.free = collections.deque(range(1, num_rmids))
-        self.limbo = []
-        self.use_limbo = use_limbo
-
-    def release(self, now):
-        due = sorted(e for e in self.limbo if e[0] <= now)
-        self.limbo = [e for e in self.limbo if e[0] > now]
-        self.free.extend(rmid for _t, rmid in due)
-
-    def alloc(self, now):
-        self.release(now)
-        if not self.free:
-            raise kparse.KernelError(
-                errno.EBUSY if self.limbo else errno.ENOSPC, "Out of RMIDs\n")
-        return self.free.popleft()
-
-    def put(self, rmid, now, delay):
-        if self.use_limbo and delay > 0:
-            self.limbo.append((now + delay, rmid))
-        else:
-            self.free.append(rmid)
-
-
 class MutationLog(object):
     """Every mutation attempted, successful or not, in order."""
 
@@ -153,8 +127,8 @@ class ResctrlModel(object):
     :param clock: monotonic seconds; inject a fake one in tests.
     :param online_cpus: host CPUs (default: all CPUs of ``nr_cpu_ids``).
     :param nr_cpu_ids: width of CPU masks (default: highest CPU + 1).
-    :param limbo_delay: seconds a freed RMID stays busy (default 1.0 when
-        the profile has ``llc_occupancy``, the kernel's limbo check period).
+    :param limbo_delay: seconds between two limbo checks (default 1.0,
+        the kernel's period; 0 frees RMIDs at once).
     :param kernel: a :class:`~rdt_virt.emulator.kernels.Kernel` or spec
         (default: the newest release).
     :param legacy: shorthand for ``kernel='6.1'``.
@@ -171,7 +145,7 @@ class ResctrlModel(object):
                                          if online_cpus else 1)
         self.online_cpus = set(online_cpus if online_cpus is not None
                                else range(self.nr_cpu_ids))
-        self.limbo_delay = 1.0 if limbo_delay is None else limbo_delay
+        self._limbo_delay = 1.0 if limbo_delay is None else limbo_delay
         self.kernel = kernels.get_kernel(
             kernel if kernel is not None or not legacy else '6.1')
         self.snapshot_max_age = snapshot_max_age
@@ -200,9 +174,12 @@ class ResctrlModel(object):
         self._status = ''
         mon = profile.mon
         if self.rmids is None or old is None or old.mon != mon:
-            self.rmids = RmidAllocator(
-                mon.num_rmids if mon else 1,
-                bool(mon) and counters_mod.OCCUPANCY in mon.events)
+            self.rmids = rmids_mod.RmidAllocator(
+                mon.num_rmids if mon else 1, self.domains,
+                bool(mon) and counters_mod.OCCUPANCY in mon.events,
+                interval=self._limbo_delay,
+                half_life=profile.counters.occupancy_half_life,
+                threshold=lambda: self.max_threshold)
             if mon:
                 size = profile.domains[0].l3_size
                 self.max_threshold = (size // mon.num_rmids
@@ -216,10 +193,11 @@ class ResctrlModel(object):
     def remount(self, profile=None):
         """Unmount and mount again, optionally on another profile."""
         profile = profiles.get_profile(profile or self.profile)
+        self._update_counters()
         now = self.clock()
         for group in self.all_groups():
             if group is not self.root and self.profile.mon_capable:
-                self.rmids.put(group.rmid, now, self.limbo_delay)
+                self._free_rmid(group, now)
         # RMID 0 keeps counting across a remount on the same hardware.
         kept = None
         if self.profile.mon and self.profile.mon == profile.mon:
@@ -229,6 +207,33 @@ class ResctrlModel(object):
             self.counters.restore(self.root, kept)
         self._snap = None
         self._update_counters()
+
+    # RMIDs -------------------------------------------------------------------
+
+    @property
+    def limbo_delay(self):
+        """Seconds between two checks of the RMIDs in limbo (0: none)."""
+        return self._limbo_delay
+
+    @limbo_delay.setter
+    def limbo_delay(self, seconds):
+        self._limbo_delay = seconds
+        self.rmids.interval = seconds
+        if seconds <= 0:
+            # No limbo any more: what waits there is free.
+            self.rmids.free.extend(self.rmids.limbo)
+            self.rmids.limbo.clear()
+
+    def _free_rmid(self, group, now):
+        """Give back *group*'s RMID with the cache lines it still holds."""
+        self.rmids.put(group.rmid, now, self.counters.occupancy(group))
+
+    def limbo(self):
+        """RMIDs in limbo with their occupancy (see :mod:`rmids`)."""
+        return self.rmids.describe(self.clock())
+
+    def set_limbo_occupancy(self, rmid, value, dom=None):
+        self.rmids.set_occupancy(rmid, value, self.clock(), dom)
 
     # Kernel release ----------------------------------------------------------
 
@@ -402,6 +407,11 @@ class ResctrlModel(object):
         val = group.ctrl.config.get('MB', {}).get(dom, mb.max_bandwidth)
         if self.profile.mba_mbps:
             return 1.0, val
+        if mb.unit_bytes_per_second:
+            # Absolute units (AMD): a cap, except the unlimited value.
+            if val >= mb.max_bandwidth:
+                return 1.0, None
+            return 1.0, val * mb.unit_bytes_per_second / counters_mod.MIB
         return min(1.0, val / float(mb.max_bandwidth)), None
 
     def read_counter(self, group, dom, event):
@@ -618,14 +628,14 @@ class ResctrlModel(object):
                 closid = self._alloc_closid()
             except kparse.KernelError:
                 if mon:
-                    self.rmids.put(rmid, now, self.limbo_delay)
+                    self.rmids.put(rmid, now)
                 raise
         try:
             config = schemata.init_config(self.profile, self.domains, closid,
                                           self.allocated())
         except kparse.KernelError:
             if mon:
-                self.rmids.put(rmid, now, self.limbo_delay)
+                self.rmids.put(rmid, now)
             raise
         group = Group(name, CTRL, closid=closid, rmid=rmid, config=config,
                       uid=uid, gid=gid, dirmode=dirmode, ctime=time.time())
@@ -676,7 +686,7 @@ class ResctrlModel(object):
             to_free = [group] + list(group.mons.values())
         for g in to_free:
             if mon:
-                self.rmids.put(g.rmid, now, self.limbo_delay)
+                self._free_rmid(g, now)
                 self.counters.detach(g)
 
     def rename_mon(self, group, new_parent, new_name):

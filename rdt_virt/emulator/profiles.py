@@ -24,7 +24,8 @@ Xeon Gold 6252 (Cascade Lake: 35.75 MiB of L3 in 11 ways per socket, CBM
 ``7ff`` with the top two ways, ``600``, shared with I/O, 16 L3 CLOSIDs, 8 MBA
 CLOSIDs with a 10% step, eight RMIDs per core = 192); the AMD profile is an
 EPYC with 32 MiB of L3 in 16 ways per domain, sparse masks, no minimum mask,
-and absolute bandwidth units where 2048 means unlimited. The counter unit
+absolute bandwidth units of 1/8 GB/s where 2^CPUID.0x80000020.1:EAX (2048)
+means unlimited, and 44-bit MBM counters. The counter unit
 (``mon_scale``) and the counter model's rates are plausible values, not
 measurements.
 
@@ -87,6 +88,10 @@ class BandwidthAlloc:
     throttle_mode: typing.Optional[str]
     #: Column width older kernels (e.g. Linux 6.1) padded values to.
     data_width: int
+    #: Bytes per second of one unit when values are absolute (AMD: 1/8
+    #: GB/s, ``max_bandwidth`` = 2^CPUID 0x80000020 EAX = unlimited);
+    #: None when values are percentages.
+    unit_bytes_per_second: typing.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +102,9 @@ class Monitoring:
     events: tuple
     #: Bytes per hardware counter unit; counters are multiples of it.
     mon_scale: int
+    #: Width of the MBM hardware counters in bits (24 + CPUID offset;
+    #: AMD: 44).
+    counter_width: int = 24
 
 
 @dataclasses.dataclass(frozen=True)
@@ -368,24 +376,39 @@ MBA_MBPS = dataclasses.replace(
                 '(software controller)')
 
 _GENOA_L3 = 32 * MIB
+#: AMD's bandwidth unit: 1/8 GB/s.
+AMD_MB_UNIT = 1024 * MIB // 8
+
+
+def _amd_bw(name, bw_len):
+    return BandwidthAlloc(name=name, num_closids=16, min_bandwidth=0,
+                          max_bandwidth=1 << bw_len, bandwidth_gran=1,
+                          delay_linear=False, throttle_mode=None,
+                          data_width=4, unit_bytes_per_second=AMD_MB_UNIT)
+
+
 AMD = Profile(
     name='amd',
     description='AMD EPYC: L3 CAT (ffff, sparse, 16 CLOSIDs), MBA and SMBA '
-                'in 1/8 GB/s units (2048 = unlimited), CMT+MBM (256 RMIDs)',
+                'in 1/8 GB/s units (2048 = unlimited), CMT+MBM (256 RMIDs, '
+                '44-bit counters)',
     vendor='amd',
     domains=(CacheDomain(0, _GENOA_L3), CacheDomain(1, _GENOA_L3)),
     l3=CacheAlloc(name='L3', num_closids=16, cbm_len=16, min_cbm_bits=0,
                   shareable_bits=0, sparse_masks=True, cdp_capable=False),
-    mb=BandwidthAlloc(name='MB', num_closids=16, min_bandwidth=0,
-                      max_bandwidth=2048, bandwidth_gran=1,
-                      delay_linear=False, throttle_mode=None, data_width=4),
-    smba=BandwidthAlloc(name='SMBA', num_closids=16, min_bandwidth=0,
-                        max_bandwidth=2048, bandwidth_gran=1,
-                        delay_linear=False, throttle_mode=None,
-                        data_width=4),
-    mon=Monitoring(num_rmids=256, events=ALL_EVENTS, mon_scale=64),
+    mb=_amd_bw('MB', 11),
+    smba=_amd_bw('SMBA', 11),
+    mon=Monitoring(num_rmids=256, events=ALL_EVENTS, mon_scale=64,
+                   counter_width=44),
     geometry=CacheGeometry(l2_ways=8, l3_ways=16),
 )
+
+# The kernel takes the unlimited value from CPUID (1 << EAX of leaf
+# 0x80000020); this variant reports a 12-bit field.
+AMD_MB4096 = dataclasses.replace(
+    AMD, name='amd-mb4096', mb=_amd_bw('MB', 12), smba=_amd_bw('SMBA', 12),
+    description='AMD EPYC variant whose CPUID reports a 12-bit bandwidth '
+                'field: 4096 = unlimited')
 
 L3_CAT = dataclasses.replace(
     REFERENCE, name='l3-cat', mb=None, mon=None,
@@ -395,8 +418,8 @@ MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
-PROFILES = {p.name: p for p in (REFERENCE, CDP, MBA_MBPS, AMD, L3_CAT,
-                                MONITORING)}
+PROFILES = {p.name: p for p in (REFERENCE, CDP, MBA_MBPS, AMD, AMD_MB4096,
+                                L3_CAT, MONITORING)}
 
 
 class UnknownProfile(KeyError):

@@ -81,6 +81,40 @@ class ControlTest(fakes.ModelTestCase):
         self.assertEqual(5.0, self.client.set_limbo_delay(5))
         self.assertEqual(5.0, self.model.limbo_delay)
 
+    def test_limbo(self):
+        rmid = self.model.find('g1/mon_groups/m1').rmid
+        self.tree.rmdir('/g1/mon_groups/m1')
+        limbo = self.client.limbo()
+        self.assertEqual([rmid], [e['rmid'] for e in limbo['limbo']])
+        self.assertEqual({0: 0, 1: 0}, limbo['limbo'][0]['occupancy'])
+        limbo = self.client.set_limbo_occupancy(rmid, 1 << 20, domain=0)
+        self.assertEqual({0: 1 << 20, 1: 0},
+                         limbo['limbo'][0]['occupancy'])
+        self.clock.advance(5)
+        self.assertEqual([0], self.client.limbo()['limbo'][0][
+            'busy_domains'])
+        self.client.set_limbo_occupancy(rmid, 0)
+        self.clock.advance(1)
+        self.assertEqual([], self.client.limbo()['limbo'])
+        self.assertRaises(control.ControlError,
+                          self.client.set_limbo_occupancy, rmid, 0)
+
+    def test_hardware_reset(self):
+        # Intel counters are not reset behind the kernel's back.
+        self.assertRaises(control.ControlError, self.client.hardware_reset,
+                          'g1')
+        self.client.remount('amd')
+        self.tree.mkdir('/g1')
+        self.client.set_counter('g1', 1000, domain=0,
+                                event='mbm_total_bytes')
+        self.client.hardware_reset('g1', seconds=1, domain=0,
+                                   event='mbm_total_bytes')
+        self.assertEqual('Unavailable\n', self.read(
+            '/g1/mon_data/mon_L3_00/mbm_total_bytes'))
+        self.clock.advance(1)
+        self.assertEqual('%d\n' % ((1 << 44) * 64), self.read(
+            '/g1/mon_data/mon_L3_00/mbm_total_bytes'))
+
     def test_errors(self):
         cases = [
             (lambda: self.client.call('nope'), "unknown op 'nope'"),

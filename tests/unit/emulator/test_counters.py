@@ -12,6 +12,8 @@
 
 """The CMT/MBM counter model, with fake CPU time and clock."""
 
+import errno
+
 from rdt_virt.emulator import counters
 from tests.unit.emulator import fakes
 
@@ -133,11 +135,53 @@ class ProfileModelTest(CounterTestCase):
     profile = 'amd'
 
     def test_amd_units(self):
-        self.write('/g1/schemata', 'MB:0=512\n')
+        # AMD's values are absolute: 8 units of 1/8 GB/s cap the group at
+        # 1 GiB/s, half of what one busy CPU moves here.
+        self.write('/g1/schemata', 'MB:0=8\n')
         self.write('/g1/tasks', '100')
         self.busy(100, 1.0, cpu=0)
-        # AMD counts in 64-byte units; 512/2048 of the bandwidth.
-        self.assertEqual(GIB // 2, self.counter('g1', 0))
+        self.assertEqual(GIB, self.counter('g1', 0))
+        # 2048, the hardware's unlimited value, does not throttle; 512
+        # (64 GiB/s) is above the demand of one CPU.
+        for value in (2048, 512):
+            self.write('/g1/schemata', 'MB:0=%d\n' % value)
+            before = self.counter('g1', 0)
+            self.busy(100, 1.0, cpu=0)
+            self.assertEqual(2 * GIB, self.counter('g1', 0) - before)
+
+    def test_hardware_reset_reads_as_a_wrap(self):
+        self.write('/g1/tasks', '100')
+        self.write('/g1/mon_groups/m1/tasks', '100')
+        self.busy(100, 1.0, cpu=0)
+        m1 = 'g1/mon_groups/m1'
+        self.assertEqual(2 * GIB, self.counter(m1, 0))
+        self.model.counters.hardware_reset(self.model.find(m1), 2.0, dom=0)
+        # Not tracked: Unavailable, and the traffic meanwhile is lost.
+        self.busy(100, 1.0, cpu=0)
+        self.assertEqual('Unavailable', self.counter(m1, 0))
+        self.assertEqual('Unavailable', self.counter(m1, 0,
+                                                     'mbm_local_bytes'))
+        self.assertEqual(0, self.counter(m1, 1))
+        # The control group still shows its own RMID (0 here: the thread
+        # counts in m1) rather than an error.
+        self.assertEqual(0, self.counter('g1', 0))
+        self.busy(100, 1.0, cpu=0)
+        # Counting again from zero; the kernel, which kept the last raw
+        # value, reads the restart as a wrap of the 44-bit counter.
+        span = (1 << 44) * 64
+        self.assertEqual(span + 2 * GIB, self.counter(m1, 0))
+        self.assertEqual(span + 2 * GIB, self.counter('g1', 0))
+        self.assertGreater(self.counter(m1, 0), 5e13)
+
+    def test_unlimited_value_from_cpuid(self):
+        self.model.remount('amd-mb4096')
+        self.assertIn('MB:0=4096;1=4096', self.read('/schemata'))
+        self.tree.mkdir('/g2')
+        self.assertIn('MB:0=4096;1=4096', self.read('/g2/schemata'))
+        self.assertEqual(
+            'MB value 4097 out of range [0,4096]\n', self.assertFails(
+                errno.EINVAL, self.write, '/g2/schemata',
+                'MB:0=4097\n'))
 
 
 class MbpsModelTest(CounterTestCase):
