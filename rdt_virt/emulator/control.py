@@ -220,6 +220,9 @@ class ControlServer(object):
         if self.model.profile.vendor != 'amd':
             raise ValueError('only AMD hardware resets the counters of '
                              'RMIDs it stops tracking')
+        if self.model.assign_enabled:
+            raise ValueError('assigned counters (mbm_event mode) are not '
+                             'reset by the hardware')
         return self._inject('hardware_reset', group, lambda g, d, e: (
             self.model.counters.hardware_reset(g, float(seconds), d, e)),
             domain, event, seconds)

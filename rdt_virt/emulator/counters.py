@@ -110,6 +110,9 @@ class Counters(object):
         self._states = {}
         self._cpu_ns = None   # baseline per tid; None until the first update
         self._last = now
+        #: ``f(group, event, dom) -> bool``: does a hardware counter count
+        #: this event (False: ``Unassigned``, see :mod:`assign`).
+        self.is_assigned = lambda group, event, dom: True
 
     # Lifecycle ---------------------------------------------------------------
 
@@ -224,7 +227,8 @@ class Counters(object):
                 cell = cells.get((dom, event))
                 # Traffic while the hardware tracks no counter is lost.
                 if (cell is not None and not cell.injected and
-                        not cell.unavailable(self._last)):
+                        not cell.unavailable(self._last) and
+                        self.is_assigned(group, event, dom)):
                     cell.model += nbytes * share
 
     # Reading -----------------------------------------------------------------
@@ -245,6 +249,8 @@ class Counters(object):
         cell = state.cells[(dom, event)]
         if cell.sentinel:
             return cell.sentinel
+        if event != OCCUPANCY and not self.is_assigned(group, event, dom):
+            return UNASSIGNED
         if cell.unavailable(self._last):
             return UNAVAILABLE
         return self._display(group, state, dom, event)
@@ -302,6 +308,14 @@ class Counters(object):
             raise ValueError('unknown sentinel %r' % sentinel)
         for d, e, cell in self._cells(group, dom, event):
             cell.sentinel = sentinel
+
+    def zero(self, group, dom, event):
+        """A newly assigned counter starts from zero."""
+        cell = self._states[group].cells.get((dom, event))
+        if cell is not None:
+            cell.value = cell.model = 0.0
+            cell.wrap = 0
+            cell.unavailable_until = None
 
     def hardware_reset(self, group, seconds=1.0, dom=None, event=None):
         """The hardware stops tracking the RMID and resets its counter.

@@ -67,6 +67,11 @@ FEATURES = collections.OrderedDict([
         '6.16', 'x86/resctrl: Remove the limit on the number of CLOSID',
         'more than 32 CLOSIDs usable (before: at most 32 whatever '
         'num_closids says)')),
+    ('mbm_assign', Feature(
+        '6.18', 'x86,fs/resctrl: Support AMD Assignable Bandwidth '
+        'Monitoring Counters (ABMC)', 'info/L3_MON/mbm_assign_mode; on '
+        'hardware with assignable counters, mbm_event mode by default: '
+        'num_mbm_cntrs counters per domain, Unassigned without one')),
 ])
 
 #: Releases offered by name, oldest first; ``newest`` is the last one.

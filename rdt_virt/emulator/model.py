@@ -51,6 +51,7 @@ import errno
 import threading
 import time
 
+from rdt_virt.emulator import assign as assign_mod
 from rdt_virt.emulator import counters as counters_mod
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
@@ -187,8 +188,15 @@ class ResctrlModel(object):
         self.counters = counters_mod.Counters(
             profile, self.domains, profile.cpu_domains(self.online_cpus),
             self._allowed_bytes, self._throttle, self.clock())
+        self.counters.is_assigned = self._is_assigned
+        self.assign = None
+        if mon and mon.num_mbm_cntrs and self.has('mbm_assign'):
+            self.assign = assign_mod.Assignments(
+                self.domains, mon.num_mbm_cntrs, mon.events)
+        self.assign_enabled = self.assign is not None
         if mon:
             self.counters.attach(self.root)
+            self._assign_new_group(self.root)
 
     def remount(self, profile=None):
         """Unmount and mount again, optionally on another profile."""
@@ -234,6 +242,86 @@ class ResctrlModel(object):
 
     def set_limbo_occupancy(self, rmid, value, dom=None):
         self.rmids.set_occupancy(rmid, value, self.clock(), dom)
+
+    # Counter assignment (mbm_event mode) -------------------------------------
+
+    def _is_assigned(self, group, event, dom):
+        if not self.assign_enabled:
+            return True
+        return self.assign.assigned(group, event, dom)
+
+    def _assign_new_group(self, group):
+        """mkdir's counters: failures are reported, not fatal."""
+        if self.assign_enabled and self.assign.on_mkdir:
+            for text in self.assign.assign_all(group, self._new_counter):
+                self._puts(text)
+
+    def _new_counter(self, group, event, dom):
+        self.counters.zero(group, dom, event)
+
+    def _require_assign(self):
+        if not self.assign_enabled:
+            self._fail(errno.ENOENT, "mbm_event mode is not enabled\n")
+
+    def assignments_text(self, group):
+        """``mbm_L3_assignments`` of *group*."""
+        self._run(self._require_assign)
+        return self.assign.format_group(group)
+
+    def write_assignments(self, group, text):
+        if not text.endswith('\n'):
+            raise kparse.KernelError(errno.EINVAL)
+        self._run(self._write_assignments, group, text[:-1])
+
+    def _write_assignments(self, group, text):
+        if not self.assign_enabled:
+            self._fail(errno.EINVAL, "mbm_event mode is not enabled\n")
+        self._update_counters()
+        self.assign.write_group(group, text, self._new_counter)
+
+    def assign_mode_text(self):
+        if self.assign is None:
+            return '[default]\n'
+        if self.assign_enabled:
+            return '[mbm_event]\ndefault\n'
+        return '[default]\nmbm_event\n'
+
+    def write_assign_mode(self, text):
+        if not text.endswith('\n'):
+            raise kparse.KernelError(errno.EINVAL)
+        self._run(self._write_assign_mode, text[:-1])
+
+    def _write_assign_mode(self, mode):
+        if mode == 'default':
+            enable = False
+        elif mode == 'mbm_event':
+            if self.assign is None:
+                self._fail(errno.EINVAL, "mbm_event mode is not supported\n")
+            enable = True
+        else:
+            self._fail(errno.EINVAL, "Unsupported assign mode\n")
+        if enable == self.assign_enabled:
+            return
+        self._update_counters()
+        # A switch frees every counter and resets the counts.
+        for group in self.all_groups():
+            self.assign.release(group)
+            self.counters.reset(group)
+        self.assign_enabled = enable
+
+    def assign_counts_text(self, available):
+        count = self.assign.available if available else (
+            lambda dom: self.assign.num)
+        return self.assign.format_counts(count)
+
+    def write_assign_on_mkdir(self, text):
+        value = kparse.strim(text).lower()
+        if value in ('1', 'y', 'yes', 'on', 'true'):
+            self.assign.on_mkdir = True
+        elif value in ('0', 'n', 'no', 'off', 'false'):
+            self.assign.on_mkdir = False
+        else:
+            raise kparse.KernelError(errno.EINVAL)
 
     # Kernel release ----------------------------------------------------------
 
@@ -642,6 +730,7 @@ class ResctrlModel(object):
         self.groups[name] = group
         if self.profile.mon_capable:
             self.counters.attach(group)
+            self._assign_new_group(group)
         return group
 
     def mkdir_mon(self, parent, name, uid=0, gid=0, dirmode=0o755):
@@ -661,6 +750,7 @@ class ResctrlModel(object):
                       dirmode=dirmode, ctime=time.time())
         parent.mons[name] = group
         self.counters.attach(group)
+        self._assign_new_group(group)
         return group
 
     def rmdir(self, group):
@@ -688,6 +778,8 @@ class ResctrlModel(object):
             if mon:
                 self._free_rmid(g, now)
                 self.counters.detach(g)
+                if self.assign is not None:
+                    self.assign.release(g)
 
     def rename_mon(self, group, new_parent, new_name):
         """Move monitoring group *group* to *new_parent* as *new_name*."""

@@ -105,6 +105,8 @@ class Monitoring:
     #: Width of the MBM hardware counters in bits (24 + CPUID offset;
     #: AMD: 44).
     counter_width: int = 24
+    #: Assignable MBM counters per domain (AMD ABMC); None without.
+    num_mbm_cntrs: typing.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,6 +412,12 @@ AMD_MB4096 = dataclasses.replace(
     description='AMD EPYC variant whose CPUID reports a 12-bit bandwidth '
                 'field: 4096 = unlimited')
 
+AMD_ZEN5 = dataclasses.replace(
+    AMD, name='amd-zen5',
+    mon=dataclasses.replace(AMD.mon, num_mbm_cntrs=32),
+    description='AMD EPYC Zen 5: the amd profile plus assignable MBM '
+                'counters (ABMC, 32 per domain)')
+
 L3_CAT = dataclasses.replace(
     REFERENCE, name='l3-cat', mb=None, mon=None,
     description='reference caches with L3 CAT only: no MBA, no monitoring')
@@ -419,7 +427,7 @@ MONITORING = dataclasses.replace(
     description='reference caches with CMT+MBM only: no allocation')
 
 PROFILES = {p.name: p for p in (REFERENCE, CDP, MBA_MBPS, AMD, AMD_MB4096,
-                                L3_CAT, MONITORING)}
+                                AMD_ZEN5, L3_CAT, MONITORING)}
 
 
 class UnknownProfile(KeyError):

@@ -21,8 +21,11 @@
                            num_closids min_bandwidth bandwidth_gran
                            delay_linear [thread_throttle_mode]   (MB, SMBA)
     /info/L3_MON/          num_rmids mon_features max_threshold_occupancy
+                           [mbm_assign_mode] [num_mbm_cntrs
+                           available_mbm_cntrs mbm_assign_on_mkdir]
     /<ctrl>/               the root's files, mon_data/, mon_groups/
     .../mon_groups/<mon>/  cpus cpus_list tasks mon_data/
+                           [mbm_L3_assignments] (also in control groups)
     .../mon_data/mon_L3_XX/{llc_occupancy,mbm_total_bytes,mbm_local_bytes}
 
 ``mkdir`` in the root makes a control group and in a ``mon_groups``
@@ -70,6 +73,8 @@ _CACHE_INFO = ('bit_usage', 'cbm_mask', 'min_cbm_bits', 'num_closids',
 _BW_INFO = ('bandwidth_gran', 'delay_linear', 'min_bandwidth',
             'num_closids')
 _MON_INFO = ('max_threshold_occupancy', 'mon_features', 'num_rmids')
+_INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode',
+                  'mbm_assign_on_mkdir')
 
 
 def _err(code):
@@ -96,7 +101,14 @@ class ResctrlTree(object):
     def _info_files(self, name):
         prof = self.model.profile
         if name == 'L3_MON':
-            return _MON_INFO
+            files = _MON_INFO
+            if self.model.has('mbm_assign') and any(
+                    e.startswith('mbm_') for e in prof.mon.events):
+                files += ('mbm_assign_mode',)
+            if self.model.assign is not None:
+                files += ('available_mbm_cntrs', 'mbm_assign_on_mkdir',
+                          'num_mbm_cntrs')
+            return files
         schema = prof.schema(name)
         if schema.is_cache:
             if not self.model.has('sparse_masks'):
@@ -115,6 +127,8 @@ class ResctrlTree(object):
             group = node.group
             names = list(_CTRL_FILES if group.kind == model_mod.CTRL
                          else _MON_FILES)
+            if m.assign is not None:
+                names.append('mbm_L3_assignments')
             if prof.mon_capable:
                 names.append('mon_data')
                 if group.kind == model_mod.CTRL:
@@ -189,7 +203,7 @@ class ResctrlTree(object):
         if node.kind in (INFO, INFO_RES):
             return 0, 0, 0o755, None
         if node.kind == INFO_FILE:
-            mode = 0o644 if node.name == 'max_threshold_occupancy' else 0o444
+            mode = 0o644 if node.name in _INFO_WRITABLE else 0o444
             return 0, 0, mode, None
         base = group.ctrl if node.kind == MONGROUPS else group
         if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM):
@@ -269,6 +283,8 @@ class ResctrlTree(object):
             return group.mode + '\n'
         if name == 'schemata':
             return m.schemata_text(group)
+        if name == 'mbm_L3_assignments':
+            return m.assignments_text(group)
         return m.size_text(group)
 
     def _info_file(self, dirname, name):
@@ -279,6 +295,12 @@ class ResctrlTree(object):
                 return '%d\n' % prof.mon.num_rmids
             if name == 'mon_features':
                 return ''.join(e + '\n' for e in prof.mon.events)
+            if name == 'mbm_assign_mode':
+                return m.assign_mode_text()
+            if name in ('num_mbm_cntrs', 'available_mbm_cntrs'):
+                return m.assign_counts_text(name == 'available_mbm_cntrs')
+            if name == 'mbm_assign_on_mkdir':
+                return '%d\n' % m.assign.on_mkdir
             return '%d\n' % m.max_threshold
         schema = prof.schema(dirname)
         res = schema.resource
@@ -338,8 +360,14 @@ class ResctrlTree(object):
                 return m.write_cpus(group, text, name == 'cpus_list')
             if name == 'tasks':
                 return m.write_tasks(group, text, ctx.pid, ctx.uid)
+            if name == 'mbm_L3_assignments':
+                return m.write_assignments(group, text)
         if node.kind == INFO_FILE and node.name == 'max_threshold_occupancy':
             return m.write_max_threshold(text)
+        if node.kind == INFO_FILE and node.name == 'mbm_assign_mode':
+            return m.write_assign_mode(text)
+        if node.kind == INFO_FILE and node.name == 'mbm_assign_on_mkdir':
+            return m.write_assign_on_mkdir(text)
         raise _err(errno.EINVAL)
 
     def mkdir(self, path, mode=0o755, ctx=ROOT_CONTEXT):

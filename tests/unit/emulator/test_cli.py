@@ -41,8 +41,8 @@ class CliTest(fakes.ModelTestCase):
     def test_profiles(self):
         self.assertEqual(0, self.run_cli('profiles'))
         lines = self.stdout.getvalue().splitlines()
-        self.assertEqual(['amd', 'amd-mb4096', 'cdp', 'l3-cat', 'mba-mbps',
-                          'monitoring', 'reference'],
+        self.assertEqual(['amd', 'amd-mb4096', 'amd-zen5', 'cdp', 'l3-cat',
+                          'mba-mbps', 'monitoring', 'reference'],
                          [line.split()[0] for line in lines])
         self.assertIn('Xeon Gold 6252', lines[-1])
 

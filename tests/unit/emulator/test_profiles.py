@@ -24,6 +24,7 @@ class ProfileTest(base.TestCase):
         'mba-mbps': (('MB', 'L3'), 8, 6, ('mba_MBps',), 192),
         'amd': (('SMBA', 'MB', 'L3'), 16, 4, (), 256),
         'amd-mb4096': (('SMBA', 'MB', 'L3'), 16, 4, (), 256),
+        'amd-zen5': (('SMBA', 'MB', 'L3'), 16, 4, (), 256),
         'l3-cat': (('L3',), 16, 6, (), None),
         'monitoring': ((), 0, 0, (), 192),
     }

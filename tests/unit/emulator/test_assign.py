@@ -1,0 +1,160 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""MBM counter assignment (mbm_event mode, Linux 6.18, AMD ABMC)."""
+
+import dataclasses
+import errno
+
+from rdt_virt.emulator import profiles
+from tests.unit.emulator import fakes
+
+GIB = 1024 ** 3
+BOTH = ('mbm_total_bytes:0=e;1=e\n'
+        'mbm_local_bytes:0=e;1=e\n')
+
+
+def _zen5(num_mbm_cntrs):
+    return dataclasses.replace(
+        profiles.AMD_ZEN5, name='zen5-%d' % num_mbm_cntrs,
+        mon=dataclasses.replace(profiles.AMD_ZEN5.mon,
+                                num_mbm_cntrs=num_mbm_cntrs))
+
+
+class AssignTest(fakes.ModelTestCase):
+
+    profile = 'amd-zen5'
+
+    def use(self, profile, kernel=None):
+        self.model = self.make_model(profile, kernel=kernel)
+        self.tree = fakes.tree.ResctrlTree(self.model)
+
+    def counter(self, group, dom, event='mbm_total_bytes'):
+        prefix = '/' + group + '/' if group else '/'
+        return self.read('%smon_data/mon_L3_%02d/%s' % (
+            prefix, dom, event)).strip()
+
+    def test_info_files(self):
+        self.assertEqual('[mbm_event]\ndefault\n',
+                         self.read('/info/L3_MON/mbm_assign_mode'))
+        self.assertEqual('0=32;1=32\n',
+                         self.read('/info/L3_MON/num_mbm_cntrs'))
+        # The default group took one counter per event and domain.
+        self.assertEqual('0=30;1=30\n',
+                         self.read('/info/L3_MON/available_mbm_cntrs'))
+        self.assertEqual('1\n', self.read('/info/L3_MON/mbm_assign_on_mkdir'))
+        self.assertEqual(BOTH, self.read('/mbm_L3_assignments'))
+        self.tree.mkdir('/g1')
+        self.assertIn('mbm_L3_assignments', self.tree.readdir('/g1'))
+        self.assertEqual(0o100644,
+                         self.tree.getattr('/g1/mbm_L3_assignments')[
+                             'st_mode'])
+
+    def test_older_kernels_and_other_hardware(self):
+        self.use('amd-zen5', kernel='6.8')
+        self.assertNotIn('mbm_assign_mode', self.tree.readdir('/info/L3_MON'))
+        self.assertNotIn('mbm_L3_assignments', self.tree.readdir('/'))
+        self.use('reference', kernel='newest')
+        self.assertEqual('[default]\n',
+                         self.read('/info/L3_MON/mbm_assign_mode'))
+        self.assertNotIn('num_mbm_cntrs', self.tree.readdir('/info/L3_MON'))
+        self.assertFails(errno.EINVAL, self.write,
+                         '/info/L3_MON/mbm_assign_mode', 'mbm_event\n')
+
+    def test_groups_without_counters_read_unassigned(self):
+        # Two counters per domain: the default group holds both.
+        self.use(_zen5(2))
+        self.tree.mkdir('/g1')
+        self.assertEqual(
+            'Failed to allocate counter for mbm_total_bytes in domain 0\n'
+            'Failed to allocate counter for mbm_total_bytes in domain 1\n'
+            'Failed to allocate counter for mbm_local_bytes in domain 0\n'
+            'Failed to allocate counter for mbm_local_bytes in domain 1\n',
+            self.status())
+        self.assertEqual('mbm_total_bytes:0=_;1=_\n'
+                         'mbm_local_bytes:0=_;1=_\n',
+                         self.read('/g1/mbm_L3_assignments'))
+        self.write('/g1/tasks', '100')
+        self.threads.run(100, 1.0, cpu=0)
+        self.clock.advance(1.0)
+        self.assertEqual('Unassigned', self.counter('g1', 0))
+        self.assertEqual('Unassigned', self.counter('g1', 0,
+                                                    'mbm_local_bytes'))
+        # Occupancy is not an assignable event.
+        self.assertNotEqual('Unassigned', self.counter('g1', 0,
+                                                       'llc_occupancy'))
+        # Move the root's counter on domain 0 to g1: counts from zero.
+        self.assertWriteFails(
+            errno.ENOSPC,
+            'Failed to allocate counter for mbm_total_bytes in domain 0\n'
+            "Assign operation 'mbm_total_bytes:0=e' failed\n",
+            '/g1/mbm_L3_assignments', 'mbm_total_bytes:0=e\n')
+        self.write('/mbm_L3_assignments', 'mbm_total_bytes:0=_\n')
+        self.assertEqual('Unassigned', self.counter('', 0))
+        self.write('/g1/mbm_L3_assignments', 'mbm_total_bytes:0=e\n')
+        self.assertEqual('0', self.counter('g1', 0))
+        self.threads.run(100, 1.0, cpu=0)
+        self.clock.advance(1.0)
+        self.assertEqual(str(2 * GIB), self.counter('g1', 0))
+        self.assertEqual('Unassigned', self.counter('g1', 1))
+        self.assertEqual('0=0;1=0\n',
+                         self.read('/info/L3_MON/available_mbm_cntrs'))
+        # rmdir gives the counter back.
+        self.tree.rmdir('/g1')
+        self.assertEqual('0=1;1=0\n',
+                         self.read('/info/L3_MON/available_mbm_cntrs'))
+
+    def test_write_syntax(self):
+        self.tree.mkdir('/g1')
+        self.write('/g1/mbm_L3_assignments', 'mbm_local_bytes:*=_\n')
+        self.assertEqual('mbm_total_bytes:0=e;1=e\n'
+                         'mbm_local_bytes:0=_;1=_\n',
+                         self.read('/g1/mbm_L3_assignments'))
+        self.write('/g1/mbm_L3_assignments',
+                   'mbm_local_bytes:1=e\nmbm_total_bytes:0=_;1=_\n')
+        self.assertEqual('mbm_total_bytes:0=_;1=_\n'
+                         'mbm_local_bytes:0=_;1=e\n',
+                         self.read('/g1/mbm_L3_assignments'))
+        cases = [
+            ('llc_occupancy:0=e\n', errno.ENOENT,
+             'Invalid event llc_occupancy\n'),
+            ('mbm_total_bytes:7=e\n', errno.EINVAL, 'Invalid domain id 7\n'),
+            ('mbm_total_bytes:x=e\n', errno.EINVAL, 'Missing domain id\n'),
+            ('mbm_total_bytes:0=x\n', errno.EINVAL,
+             "Assign operation 'mbm_total_bytes:0=x' failed\n"),
+        ]
+        for data, err, status in cases:
+            self.assertWriteFails(err, status, '/g1/mbm_L3_assignments',
+                                  data)
+        self.assertFails(errno.EINVAL, self.write, '/g1/mbm_L3_assignments',
+                         'mbm_total_bytes:0=e')
+
+    def test_default_mode_and_on_mkdir(self):
+        self.write('/info/L3_MON/mbm_assign_on_mkdir', '0\n')
+        self.tree.mkdir('/g1')
+        self.assertEqual('Unassigned', self.counter('g1', 0))
+        self.write('/info/L3_MON/mbm_assign_mode', 'default\n')
+        self.assertEqual('[default]\nmbm_event\n',
+                         self.read('/info/L3_MON/mbm_assign_mode'))
+        self.assertEqual('0', self.counter('g1', 0))
+        self.assertWriteFails(errno.EINVAL, 'mbm_event mode is not enabled\n',
+                              '/g1/mbm_L3_assignments',
+                              'mbm_total_bytes:0=e\n')
+        self.assertEqual('mbm_event mode is not enabled\n', self.assertFails(
+            errno.ENOENT, self.read, '/g1/mbm_L3_assignments'))
+        self.assertWriteFails(errno.EINVAL, 'Unsupported assign mode\n',
+                              '/info/L3_MON/mbm_assign_mode', 'abmc\n')
+        # Back to mbm_event: every counter was freed.
+        self.write('/info/L3_MON/mbm_assign_mode', 'mbm_event\n')
+        self.assertEqual('0=32;1=32\n',
+                         self.read('/info/L3_MON/available_mbm_cntrs'))
+        self.assertEqual('Unassigned', self.counter('', 0))
