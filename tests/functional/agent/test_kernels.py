@@ -152,3 +152,62 @@ class TestMBpsRounding(testscenarios.WithScenarios, KernelTestCase):
         for _ in range(2):
             self.assertEqual(0, self.agent.tick().writes)
         self.assertEqual([], self.mutations(seq))
+
+
+class TestCounterAssignment(KernelTestCase):
+    """AMD Zen 5 on 6.18+: 32 MBM counters per domain, one per event."""
+
+    profile = 'amd-zen5'
+    kernel = kernels.NEWEST
+
+    def counted(self, doc):
+        return [u for u, inst in doc['instances'].items()
+                if inst['reason'] != 'waiting for an MBM counter (counter '
+                                     'assignment)']
+
+    def test_counters_handed_out_rotated_and_reported(self):
+        self.flags(rotation_interval=1.0, group='rdt_agent')
+        self.agent = self.new_agent()
+        uuids = [self.boot(vcpus=1) for _ in range(20)]
+        self.agent.tick()
+        self.assertEqual(0, self.agent.totals['errors'])
+        info_doc = self.agent.counter_info
+        self.assertEqual('mbm_event', info_doc['counter_mode'])
+        budget = info_doc['counter_budget']
+        # The default group keeps its own; 2 events per group.
+        self.assertLess(budget, 20)
+        self.assertEqual(budget, info_doc['instances_with_counters'])
+        with_counter = set()
+        for uuid in uuids:
+            place = self.agent.placements[uuid]
+            path = '/'.join(['mon_groups', place.mon_group,
+                             'mbm_L3_assignments'])
+            if 'mbm_total_bytes:0=e' in self.read(*path.split('/')):
+                with_counter.add(uuid)
+                self.client.set_rate('mon_groups/' + place.mon_group,
+                                     2.0e8, domain=0,
+                                     event='mbm_total_bytes')
+        self.assertEqual(budget, len(with_counter))
+        self.agent.sample()
+        time.sleep(3.0)
+        doc = self.agent.sample()
+        host = doc['host']
+        self.assertEqual(round(budget / 20.0, 4), host['counter_coverage'])
+        self.assertEqual(32, host['mbm_counters_total'])
+        for uuid in uuids:
+            inst = doc['instances'][uuid]
+            if uuid in with_counter:
+                self.assertLess(abs(inst['mbm_total_bps'] - 2.0e8), 2.0e6,
+                                inst)
+            else:
+                self.assertIsNone(inst['mbm_total_bps'])
+                self.assertIn('MBM counter', inst['reason'])
+        # Counters rotate: everyone gets one in turn.
+        seen = set(with_counter)
+        for _ in range(12):
+            time.sleep(1.05)
+            self.agent.tick()
+            seen |= {u for u in uuids
+                     if u in self.agent.counter_rotation.window}
+        self.assertEqual(set(uuids), seen)
+        self.assertEqual(0, self.agent.totals['errors'])
