@@ -21,6 +21,7 @@ rounding (the 2024 bw_validate fix), and the rates on AMD hosts. The rest
 of the agent's functional tests run on the newest release only.
 """
 
+import os
 import time
 
 import fixtures
@@ -211,3 +212,55 @@ class TestCounterAssignment(KernelTestCase):
                      if u in self.agent.counter_rotation.window}
         self.assertEqual(set(uuids), seen)
         self.assertEqual(0, self.agent.totals['errors'])
+
+
+class TestRMIDLimbo(KernelTestCase):
+    """Rotation on a host short of RMIDs, with limbo that never drains."""
+
+    def test_rotation_keeps_the_control_groups_rmids(self):
+        self.flags(rotation_interval=1.0, group='rdt_agent')
+        self.agent = self.new_agent()
+        threshold = int(self.read('info', 'L3_MON',
+                                  'max_threshold_occupancy'))
+        # Other tools take RMIDs until 6 are left for monitoring groups.
+        num_rmids, num_closids = 192, 8
+        for n in range(num_rmids - num_closids - 6):
+            os.mkdir(self.path('mon_groups', 'other-%d' % n))
+        uuids = [self.boot(base.shared(10), vcpus=1) for _ in range(10)]
+        # What control groups may still need: every CLOSID but the
+        # default group's and mb10's.
+        reserve = num_closids - 2
+
+        def hot():
+            # Cache-resident data: a removed group's RMID would stay busy.
+            for uuid in uuids:
+                mon = P + 'm-' + uuid
+                if mon in self.mon_groups(P + 'mb10'):
+                    self.client.set_counter(
+                        '%smb10/mon_groups/%s' % (P, mon), threshold * 10,
+                        event='llc_occupancy')
+
+        lowest = num_rmids
+        for _ in range(8):
+            self.agent.tick()
+            hot()
+            lowest = min(lowest, self.client.limbo()['free'])
+            time.sleep(1.05)
+        self.assertGreaterEqual(lowest, reserve)
+        self.assertEqual(0, self.agent.totals['errors'])
+        # Emptied groups wait for their cache to drain.
+        draining = [m for m in self.mon_groups(P + 'mb10')
+                    if not self.tasks(P + 'mb10', m)]
+        self.assertTrue(draining)
+        # Once it drains they go and monitoring goes round again.
+        for mon in self.mon_groups(P + 'mb10'):
+            self.client.set_counter('%smb10/mon_groups/%s' % (P, mon), 0,
+                                    event='llc_occupancy')
+        seen = set()
+        for _ in range(6):
+            self.agent.tick()
+            seen |= set(self.agent.rotation.window)
+            self.assertGreaterEqual(self.client.limbo()['free'], reserve)
+            time.sleep(1.05)
+        self.assertTrue(seen)
+        self.assertLessEqual(len(self.mon_groups(P + 'mb10')), 6)
