@@ -71,6 +71,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--instances', type=int, default=250)
     parser.add_argument('--seconds', type=float, default=40.0)
+    parser.add_argument('--samples', type=int, default=8,
+                        help='take at least this many samples')
     parser.add_argument('--rotation', type=float, default=4.0)
     parser.add_argument('--profile', default='reference')
     parser.add_argument('--kernel', default=None)
@@ -101,7 +103,10 @@ def main():
         resets = 0
         reasons = {}
         start = time.monotonic()
-        while time.monotonic() - start < args.seconds:
+        samples = 0
+        while (time.monotonic() - start < args.seconds or
+               samples < args.samples):
+            samples += 1
             env.agent.tick()
             live = []
             for uuid, place in env.agent.placements.items():
@@ -144,11 +149,14 @@ def main():
             time.sleep(max(0.0, 1.0 - (time.monotonic() - start - now)))
         ceiling = host['bandwidth_ceiling_bps']
         print('host %s, kernel %s: %d instances monitored, RMID budget for '
-              'monitoring groups %d, rotating %s, rotation every %.0f s' % (
+              'monitoring groups %d, rotating %s, rotation every %.0f s, '
+              '%d samples in %.0f s' % (
                   args.profile, args.kernel or 'newest', host['monitored'],
-                  host['mon_budget'], host['rotating'], args.rotation))
+                  host['mon_budget'], host['rotating'], args.rotation,
+                  samples, time.monotonic() - start))
         print('rate error vs injected ground truth, %%: %s over %d '
-              'readings' % (summary(errors, 100, '%.3f'), len(errors)))
+              'readings' % (summary(errors, 100, '%.3f') if errors
+                            else '-', len(errors)))
         print('hardware counter resets injected %d, readings dropped as '
               'resets %d' % (resets, host.get('counter_resets', 0)))
         print('largest published rate %.3g B/s, ceiling %.3g B/s: %s' % (
