@@ -63,12 +63,12 @@ def summary(values, scale=1.0, fmt='%.2f'):
 class EmulatedHost(object):
     """An emulated resctrl, fake QEMUs and an agent over them."""
 
-    def __init__(self, profile='reference', **agent_opts):
+    def __init__(self, profile='reference', kernel=None, **agent_opts):
         logging.disable(logging.WARNING)
         self.dir = tempfile.mkdtemp(prefix='rdt-bench-')
         self.mount = os.path.join(self.dir, 'resctrl')
         os.mkdir(self.mount)
-        self.emulator = launcher.mount(self.mount, profile)
+        self.emulator = launcher.mount(self.mount, profile, kernel=kernel)
         self.client = self.emulator.client
         CONF([], project='rdt-virt')
         CONF.set_override('resctrl_root', self.mount, 'rdt')

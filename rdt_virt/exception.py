@@ -72,6 +72,17 @@ class NoSpace(ResctrlError):
                 "(%(status)s)")
 
 
+class RenameRefused(ResctrlError):
+    """rename(2) of a monitoring group failed with EPERM.
+
+    Kernels before 6.5 cannot rename resctrl groups at all; later ones
+    refuse moves they do not support.
+    """
+
+    msg_fmt = _("cannot move monitoring group %(group)s to %(target)s: "
+                "%(status)s")
+
+
 class RMIDBusy(ResctrlError):
     """mkdir failed with EBUSY: the free RMIDs are still in limbo."""
 

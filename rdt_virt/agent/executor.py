@@ -19,6 +19,12 @@ RMIDs (ENOSPC) and RMIDs still in limbo (EBUSY) are warnings: the group is
 *blocked* for ``[rdt_agent] retry_interval`` and the instance keeps running
 as it is. When an action fails, the later actions that depend on its group
 are skipped rather than failing one by one.
+
+Kernels before 6.5 cannot move a monitoring group to another control group
+(rename answers EPERM). The executor finds out by trying, as distributions
+backport: the first refusal makes it move the threads to their new control
+group and re-create the monitoring group there, and it does so directly
+from then on. The threads never pass through the default group.
 """
 
 import dataclasses
@@ -51,6 +57,8 @@ class Outcome:
     failures: typing.List[tuple] = dataclasses.field(default_factory=list)
     # Out of RMIDs when creating a monitoring group (lower the budget).
     rmids_exhausted: bool = False
+    # Monitoring group creations refused with EBUSY (RMIDs in limbo).
+    rmids_busy: int = 0
     not_mounted: bool = False
 
 
@@ -58,7 +66,7 @@ def _target(action):
     """(group, mon_group) an action needs to exist, for skipping."""
     if isinstance(action, (model.WriteSchemata, model.RemoveGroup)):
         return [(action.group, None)]
-    if isinstance(action, model.AssignTasks):
+    if isinstance(action, (model.AssignTasks, model.AssignCounter)):
         return [(action.group, None), (action.group, action.mon_group)]
     if isinstance(action, (model.CreateMonGroup, model.RemoveMonGroup)):
         return [(action.group, None)]
@@ -72,6 +80,9 @@ class Executor(object):
 
     def __init__(self, api=priv):
         self.api = api
+        # Whether the kernel can rename monitoring groups: None until a
+        # rename was tried.
+        self.can_rename = None
 
     def _call(self, action):
         api = self.api
@@ -91,6 +102,9 @@ class Executor(object):
         if isinstance(action, model.MoveMonGroup):
             return api.move_mon_group(action.mon_group, action.group,
                                       action.new_group), 1
+        if isinstance(action, model.AssignCounter):
+            return api.assign_counter(action.group, action.mon_group,
+                                      action.event, action.state), 1
         raise TypeError('unknown action %r' % (action,))
 
     def apply(self, actions):
@@ -101,17 +115,68 @@ class Executor(object):
             if any(t in broken for t in _target(action)):
                 LOG.debug('Skipping %s: an earlier step failed', action)
                 continue
+            if isinstance(action, model.MoveMonGroup) and (
+                    self.can_rename is False):
+                self._recreate(action, out, broken)
+                continue
             result, writes = self._call(action)
             out.writes += writes
             if result.get('ok'):
+                if isinstance(action, model.MoveMonGroup):
+                    self.can_rename = True
                 self._done(action, result, out)
                 continue
             if result.get('error') == priv.E_EXISTS and isinstance(
                     action, (model.CreateGroup, model.CreateMonGroup)):
                 # Someone (libvirt, a concurrent event) made it first.
                 continue
+            if result.get('error') == priv.E_NORENAME and isinstance(
+                    action, model.MoveMonGroup):
+                if self.can_rename is None:
+                    LOG.info('This kernel cannot move monitoring groups '
+                             '(%s); re-creating them instead',
+                             result.get('message'))
+                self.can_rename = False
+                self._recreate(action, out, broken)
+                continue
             self._failed(action, result, out, broken)
         return out
+
+    def _step(self, action, out, broken):
+        """Apply one action of a composite step; True when it worked."""
+        result, writes = self._call(action)
+        out.writes += writes
+        if result.get('ok') or (
+                result.get('error') == priv.E_EXISTS and
+                isinstance(action, model.CreateMonGroup)):
+            self._done(action, result, out)
+            return True
+        self._failed(action, result, out, broken)
+        return False
+
+    def _recreate(self, action, out, broken):
+        """Move a monitoring group without rename.
+
+        The threads go to the new control group first (so they are
+        throttled as they should be and never fall back to the default
+        group), then into a new monitoring group there; the old one, empty
+        by then, is removed. The new group's counters start from zero,
+        which the rate tracker sees as a new source.
+        """
+        old, new, mon = action.group, action.new_group, action.mon_group
+        tids = tuple(action.tids)
+        if tids and not self._step(model.AssignTasks(new, None, tids),
+                                   out, broken):
+            # The threads stay where they are: keep their old groups.
+            broken.add((old, None))
+            broken.add((new, mon))
+            return
+        created = self._step(model.CreateMonGroup(new, mon, action.uuid),
+                             out, broken)
+        if created and tids:
+            self._step(model.AssignTasks(new, mon, tids, action.uuid), out,
+                       broken)
+        self._step(model.RemoveMonGroup(old, mon), out, broken)
 
     @staticmethod
     def _done(action, result, out):
@@ -133,6 +198,10 @@ class Executor(object):
             LOG.info('Wrote schemata of %s: %s',
                      action.group or 'the default group',
                      action.text.strip().replace('\n', ' '))
+        elif isinstance(action, model.AssignCounter):
+            LOG.debug('%s the %s counter of %s/%s',
+                      'Assigned' if action.state == 'e' else 'Released',
+                      action.event, action.group, action.mon_group)
         elif isinstance(action, model.AssignTasks):
             if result.get('gone'):
                 LOG.debug('Threads %s exited before they could move',
@@ -158,6 +227,8 @@ class Executor(object):
                 if isinstance(action, model.CreateMonGroup) and (
                         code == priv.E_NOSPACE):
                     out.rmids_exhausted = True
+                if code == priv.E_BUSY:
+                    out.rmids_busy += 1
                 LOG.warning('Cannot create %s now (%s); retrying later: %s',
                             name, reason, message)
                 return

@@ -46,14 +46,36 @@ def expected_mb(caps, value):
     return fit.round_percent(mb, value)
 
 
-def diff(actual, desired):
-    """The partial schemata update that makes ``actual`` ``desired``."""
+def mb_shown(caps, value):
+    """Values the kernel may show after ``value`` is written to MB.
+
+    Kernels before the 2024 ``bw_validate`` fix (about 6.12; some
+    distributions backport it) round MBps values up to ``bandwidth_gran``
+    as they round percentages; later ones keep them as written. Either is
+    the value written, so a converged group is never rewritten.
+    """
+    mb = caps.mb if caps is not None else None
+    if mb is None or mb.unit != info.UNIT_MBPS or mb.bandwidth_gran <= 1:
+        return (value,)
+    gran = mb.bandwidth_gran
+    return (value, -(-value // gran) * gran)
+
+
+def diff(actual, desired, caps=None):
+    """The partial schemata update that makes ``actual`` ``desired``.
+
+    :param caps: the host's capabilities, to accept what the kernel shows
+        for a bandwidth value (see :func:`mb_shown`).
+    """
     update = {}
     for res, doms in desired.items():
         have = (actual or {}).get(res, {})
         for dom, value in doms.items():
-            if have.get(dom) != value:
-                update.setdefault(res, {})[dom] = value
+            shown = have.get(dom)
+            if shown == value or (res == 'MB' and shown is not None and
+                                  shown in mb_shown(caps, value)):
+                continue
+            update.setdefault(res, {})[dom] = value
     return update
 
 

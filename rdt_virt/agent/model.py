@@ -194,12 +194,30 @@ class MoveMonGroup:
     """Rename a monitoring group to another parent.
 
     Its threads follow it into the new control group and its counters
-    survive.
+    survive. Kernels before 6.5 cannot rename: the executor then moves
+    ``tids`` (the group's threads) to ``new_group`` and re-creates the
+    monitoring group there, whose counters start again.
     """
 
     mon_group: str
     group: typing.Optional[str]
     new_group: typing.Optional[str]
+    tids: typing.Tuple[int, ...] = ()
+    uuid: typing.Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AssignCounter:
+    """Give (``'e'``) or take (``'_'``) the MBM counter of one event.
+
+    Counter-assignment mode (``mbm_event``) only; on every domain.
+    """
+
+    group: typing.Optional[str]
+    mon_group: typing.Optional[str]
+    event: str
+    state: str
+    uuid: typing.Optional[str] = None
 
 
 # Where an instance ended up --------------------------------------------------

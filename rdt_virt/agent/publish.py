@@ -22,7 +22,10 @@ must ignore what they do not know):
   group that have one now (``coverage`` is the share of monitored
   instances with values in this sample);
 * per instance, ``domain`` (libvirt name) and ``counters`` (the group whose
-  RMID counts it).
+  RMID counts it);
+* ``host.bandwidth_ceiling_bps``: the most the host's memory can move; no
+  rate is published above it, and ``host.counter_resets`` counts the
+  readings dropped because a counter jumped above it (a hardware reset).
 """
 
 from rdt_virt.agent import sampler
@@ -34,7 +37,7 @@ def _round(value):
 
 def build(time, interval, instances, placements, rates, rotation=None,
           rmids_total=0, rmids_used=0, closids_total=0, closids_used=0,
-          mon_budget=0):
+          mon_budget=0, extra=None):
     """The state document for one sample.
 
     :param time: wall-clock time of the sample (epoch seconds).
@@ -43,6 +46,7 @@ def build(time, interval, instances, placements, rates, rotation=None,
     :param placements: ``{uuid: Placement}``.
     :param rates: ``{uuid: Rates}``.
     :param rotation: the :class:`~rdt_virt.agent.rotation.Rotation`.
+    :param extra: more ``host`` fields.
     """
     docs = {}
     monitored = 0
@@ -87,5 +91,6 @@ def build(time, interval, instances, placements, rates, rotation=None,
         'rotating': bool(rotation and rotation.rotating),
         'mon_coverage': round(rotation.coverage, 4) if rotation else 1.0,
     }
+    host.update(extra or {})
     return {'time': time, 'interval': interval, 'host': host,
             'instances': docs}

@@ -222,13 +222,15 @@ def mon_candidates(instances, threads, caps, settings):
 
 class _Planner(object):
 
-    def __init__(self, snapshot, caps, settings, window, blocked):
+    def __init__(self, snapshot, caps, settings, window, blocked,
+                 draining=()):
         self.snap = snapshot
         self.caps = caps
         self.settings = settings
         self.prefix = settings.prefix
         self.window = window
         self.blocked = dict(blocked or {})
+        self.draining = frozenset(draining or ())
         self.where = snapshot.where()
         self.warnings = []
         self.needs_full = False
@@ -275,7 +277,7 @@ class _Planner(object):
         """Create or fix one of the agent's control groups."""
         group = self.snap.groups.get(name)
         if group is not None:
-            update = masks.diff(group.schemata, desired)
+            update = masks.diff(group.schemata, desired, self.caps)
             if update and group.schemata is not None:
                 self.fixes.append(model.WriteSchemata(
                     name, schemata_mod.format(update)))
@@ -306,7 +308,8 @@ class _Planner(object):
         mb = self.alloc_mb(it, alloc)
         group = self.snap.groups.get(alloc.group)
         if group is not None:
-            update = masks.diff(group.schemata, {'MB': mb} if mb else {})
+            update = masks.diff(group.schemata, {'MB': mb} if mb else {},
+                                self.caps)
             if update and group.schemata is not None:
                 self.fixes.append(model.WriteSchemata(
                     alloc.group, schemata_mod.format(update)))
@@ -407,10 +410,12 @@ class _Planner(object):
         return found
 
     def _move_mon(self, mon, old, group):
-        self.mon_moves.append(model.MoveMonGroup(mon, old, group))
-        for tid, loc in list(self.where.items()):
-            if loc == (old, mon):
-                self.where[tid] = (group, mon)
+        tids = tuple(sorted(tid for tid, loc in self.where.items()
+                            if loc == (old, mon)))
+        self.mon_moves.append(model.MoveMonGroup(
+            mon, old, group, tids, uuid=_parse(self.prefix, mon)[1]))
+        for tid in tids:
+            self.where[tid] = (group, mon)
 
     def premove(self, it):
         """Move an instance's monitoring group along with it.
@@ -468,6 +473,18 @@ class _Planner(object):
                         'keeping monitoring group %s: it holds threads of '
                         'no managed instance' % mon)
                     continue
+                if mon in self.draining:
+                    # Its RMID's cache occupancy is still above the
+                    # threshold: removing it would leave the RMID in limbo
+                    # for who knows how long. The threads go back to the
+                    # control group; the group waits until it drains.
+                    tids = sorted(tid for tid, loc in self.where.items()
+                                  if loc == (parent, mon))
+                    if tids:
+                        self.ctrl_assign.setdefault(parent, []).extend(tids)
+                        for tid in tids:
+                            self.where[tid] = (parent, None)
+                    continue
                 self.mon_removes.append(model.RemoveMonGroup(parent, mon))
                 for tid, loc in list(self.where.items()):
                     if loc == (parent, mon):
@@ -509,7 +526,7 @@ class _Planner(object):
 
 
 def plan(instances, threads, snapshot, caps, settings, window=None,
-         blocked=None):
+         blocked=None, draining=()):
     """Turn desired and actual state into actions.
 
     :param instances: ``{uuid: Instance}`` of the running domains Nova owns
@@ -521,11 +538,14 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
     :param settings: :class:`Settings`.
     :param window: uuids allowed a monitoring group (None: all).
     :param blocked: ``{group name: reason}`` of groups not to create now.
+    :param draining: names of monitoring groups no longer wanted whose
+        RMID has not drained yet (see :mod:`rdt_virt.agent.rotation`):
+        emptied, not removed.
     :returns: a :class:`Result`.
     """
     if ROOT not in snapshot.groups:
         return Result([], {}, ['resctrl is not mounted'])
-    planner = _Planner(snapshot, caps, settings, window, blocked)
+    planner = _Planner(snapshot, caps, settings, window, blocked, draining)
     planner.desired_mons = {}
     root_actions = planner.root()
     intents = _intents(instances, threads, caps, settings)

@@ -21,9 +21,30 @@ multiplexes: the *window* of instances that have one changes every
 rotation interval, a quarter of the budget at a time, from those monitored
 longest to those waiting longest. Handing over only part of the window
 keeps most instances reporting through a rotation (a new group needs two
-readings before it has a rate) and lets freed RMIDs leave limbo before
-they are needed again.
+readings before it has a rate).
+
+RMID limbo: a removed group's RMID stays busy until its cache occupancy
+falls below ``max_threshold_occupancy`` on every domain. The kernel checks
+that about once a second, and cache-resident data can keep an RMID busy for
+as long as it stays in the cache. mkdir takes free RMIDs first and answers
+EBUSY only when none is left, so an RMID taken while others sit in limbo
+is one a control group (a libvirt ``<cachetune>`` at boot) may then miss,
+and the kernel says so only when it is too late. The agent therefore does
+the draining itself, where it can watch it: a monitoring group that leaves
+the window gives its threads back to its control group but stays, holding
+its RMID, until its own ``llc_occupancy`` reads below the threshold; only
+then is it removed, and the kernel frees its RMID at the next check.
+Groups held that way (``held``) and RMIDs released recently (limbo)
+count against the budget, so the window plus them never exceed it, and
+new members join only as fast as the old ones drain. RMIDs released
+without a reading (a stopped instance, a control group libvirt removed)
+are counted for ``drain_time``, which starts at the rotation interval and
+doubles whenever the kernel answers EBUSY anyway.
 """
+
+# The kernel's limbo check runs about once a second on each domain.
+FAST_DRAIN = 2.0
+MAX_DRAIN = 3600.0
 
 
 def rmid_budget(caps, configured=-1, foreign_mon_groups=0):
@@ -53,6 +74,41 @@ class Rotation(object):
         self._left = {}         # uuid -> when it last left it
         self._last_rotation = None
         self.candidates = 0
+        # RMIDs released: [(when, drains fast)].
+        self._limbo = []
+        self.drain_time = float(interval)
+        self._quiet_since = None
+        self.busy_events = 0
+
+    # Limbo -------------------------------------------------------------
+
+    def in_limbo(self, now):
+        """RMIDs released that may still be busy in limbo."""
+        slow = self.drain_time
+        self._limbo = [(t, fast) for t, fast in self._limbo
+                       if now - t < (FAST_DRAIN if fast else slow)]
+        return len(self._limbo)
+
+    def released(self, now, count=1, fast=False):
+        """``count`` RMIDs were freed (groups removed) at ``now``."""
+        self._limbo.extend([(now, fast)] * int(count))
+
+    def busy(self, now):
+        """The kernel answered EBUSY: limbo drains slower than assumed."""
+        self.busy_events += 1
+        self.drain_time = min(self.drain_time * 2, MAX_DRAIN)
+        self._quiet_since = now
+        # What was thought drained may not be: count it again.
+        self._limbo = [(max(t, now - self.drain_time / 2), False)
+                       for t, _fast in self._limbo]
+
+    def _relax(self, now):
+        if self._quiet_since is None:
+            self._quiet_since = now
+        elif (now - self._quiet_since >= 4 * self.drain_time and
+              self.drain_time > self.interval):
+            self.drain_time = max(self.drain_time / 2, float(self.interval))
+            self._quiet_since = now
 
     @property
     def rotating(self):
@@ -66,64 +122,82 @@ class Rotation(object):
             return 1.0
         return len(self.window) / self.candidates
 
-    def update(self, candidates, budget, now):
+    def update(self, candidates, budget, now, held=0):
         """Return the new window for ``candidates`` under ``budget``.
 
         :param candidates: uuids that need a monitoring group.
         :param budget: monitoring groups allowed (see :func:`rmid_budget`).
         :param now: the current time (any monotonic clock, in seconds).
+        :param held: monitoring groups outside the window that still hold
+            an RMID (draining, or removed this tick).
         """
         cands = set(candidates)
         self.candidates = len(cands)
         budget = max(int(budget), 0)
+        self._relax(now)
         if self._last_rotation is None:
             self._last_rotation = now
         window = {u for u in self.window if u in cands}
+        leaving = len(self.window - window)
         for uuid in list(self._since):
             if uuid not in window:
                 del self._since[uuid]
         for uuid in list(self._left):
             if uuid not in cands:
                 del self._left[uuid]
+        by_age = sorted(window, key=lambda u: (self._since[u], u))
+        while len(window) > budget:
+            self._leave(by_age.pop(0), window, now)
+            leaving += 1
         if len(cands) <= budget:
-            window = cands
             self._last_rotation = now
-        else:
-            by_age = sorted(window, key=lambda u: (self._since[u], u))
-            while len(window) > budget:
-                self._leave(by_age.pop(0), window, now)
-            if budget and now - self._last_rotation >= self.interval:
-                step = min(len(cands) - budget, max(1, budget // 4))
-                for uuid in by_age[:step]:
-                    self._leave(uuid, window, now)
-                self._last_rotation = now
-            waiting = sorted(cands - window,
-                             key=lambda u: (self._left.get(u, float('-inf')),
-                                            u))
-            for uuid in waiting[:budget - len(window)]:
-                window.add(uuid)
+        elif budget and now - self._last_rotation >= self.interval:
+            step = min(len(cands) - budget, max(1, budget // 4))
+            for uuid in by_age[:step]:
+                self._leave(uuid, window, now)
+                leaving += 1
+            self._last_rotation = now
+        # Only RMIDs that are surely free may be taken: those leaving now
+        # hold theirs until they drain.
+        room = (budget - self.in_limbo(now) - int(held) - leaving -
+                len(window))
+        waiting = sorted(cands - window,
+                         key=lambda u: (self._left.get(u, float('-inf')), u))
+        for uuid in waiting[:max(room, 0)]:
+            window.add(uuid)
         for uuid in window:
             self._since.setdefault(uuid, now)
         self.window = frozenset(window)
         return self.window
 
-    def admit(self, uuid, budget, now):
+    def adopt(self, uuids, budget, now):
+        """Start from the monitoring groups that exist (agent restart)."""
+        if self._last_rotation is None and not self.window:
+            self.window = frozenset(sorted(uuids)[:max(int(budget), 0)])
+            for uuid in self.window:
+                self._since[uuid] = now
+
+    def admit(self, uuid, budget, now, held=0):
         """Let a newly started instance in if the budget has room.
 
         The event fast path uses this instead of :meth:`update`, which
         needs every candidate of the host.
         """
-        if uuid not in self.window and len(self.window) < max(budget, 0):
+        if uuid not in self.window and (
+                len(self.window) + self.in_limbo(now) + held <
+                max(budget, 0)):
             self.window = self.window | {uuid}
             self._since[uuid] = now
             self.candidates += 1
         return self.window
 
-    def forget(self, uuid):
-        """An instance stopped: free its place in the window."""
+    def forget(self, uuid, now=None):
+        """An instance stopped: its RMID goes to limbo."""
         if uuid in self.window:
             self.window = self.window - {uuid}
             self.candidates = max(self.candidates - 1, 0)
+            if now is not None:
+                self.released(now)
         self._since.pop(uuid, None)
         self._left.pop(uuid, None)
 

@@ -23,6 +23,13 @@ counter. What can go wrong, and what this module does about it:
 * The counter reads ``Unavailable``/``Error``/``Unassigned``: no rate for
   that sample, with the kernel's word as the reason; the old baseline is
   kept, so the next good reading gives the average over the gap.
+* The counter jumps up by more than memory can move: on AMD without
+  counter assignment the hardware resets the counter of an RMID it stops
+  tracking (reads give ``Unavailable``), and the kernel takes the next
+  value for a wrap of the 44-bit counter, adding about 2^44 x its scale
+  (petabytes). Any growth faster than the host's bandwidth *ceiling* is
+  such a reset: the reading becomes the new baseline and the interval has
+  no rate. No published rate is ever above the ceiling.
 * The instance's counters moved to another RMID (a new monitoring group, a
   rotation, a remount): the *source* of the reading changed and every
   baseline restarts.
@@ -40,6 +47,7 @@ RATE_EVENTS = (info.MBM_TOTAL_BYTES, info.MBM_LOCAL_BYTES)
 
 R_FIRST = 'first sample'
 R_RESET = 'counter reset'
+R_JUMP = 'counter reset (jump above the bandwidth ceiling)'
 R_NO_DATA = 'no monitoring data'
 
 
@@ -84,11 +92,18 @@ class Rates:
 
 
 class RateTracker(object):
-    """Keeps the baselines of every instance between readings."""
+    """Keeps the baselines of every instance between readings.
 
-    def __init__(self):
+    :param ceiling: the most bytes per second the host's memory can move
+        (see :mod:`rdt_virt.agent.ceiling`); None: no check.
+    """
+
+    def __init__(self, ceiling=None):
         # uuid -> (source, {(domain, event): (value, time)})
         self._base = {}
+        self.ceiling = ceiling
+        # Readings taken as resets because they jumped above the ceiling.
+        self.jumps = 0
 
     def update(self, key, reading):
         """Feed one reading of instance ``key``; return its :class:`Rates`."""
@@ -118,8 +133,8 @@ class RateTracker(object):
             llc_occupancy_bytes=occupancy,
             reason=_first_reason(reasons))
 
-    @staticmethod
-    def _rate(base, reading, event):
+    def _rate(self, base, reading, event):
+        ceiling = self.ceiling
         total = 0.0
         reason = None
         seen = False
@@ -142,11 +157,20 @@ class RateTracker(object):
             elif now <= old[1]:
                 reason = reason or R_FIRST
             else:
-                total += (current.value - old[0]) / (now - old[1])
+                rate = (current.value - old[0]) / (now - old[1])
+                if ceiling is not None and rate > ceiling:
+                    self.jumps += 1
+                    reason = reason or R_JUMP
+                else:
+                    total += rate
         if not seen:
             return None, None
         if reason:
             return None, reason
+        if ceiling is not None and total > ceiling:
+            # Every domain was plausible, their sum is not.
+            self.jumps += 1
+            return None, R_JUMP
         return total, None
 
     def forget(self, keep):
@@ -173,7 +197,7 @@ def _gauge(reading, event):
 def _first_reason(reasons):
     # A sentinel from the kernel says more than "first sample".
     for reason in reasons:
-        if reason not in (R_FIRST, R_RESET):
+        if reason not in (R_FIRST, R_RESET, R_JUMP):
             return reason
     return reasons[0] if reasons else None
 

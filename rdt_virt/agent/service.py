@@ -36,6 +36,8 @@ import zlib
 
 from oslo_log import log as logging
 
+from rdt_virt.agent import ceiling as ceiling_mod
+from rdt_virt.agent import counters as counters_mod
 from rdt_virt.agent import domains
 from rdt_virt.agent import model
 from rdt_virt.agent import publish
@@ -45,6 +47,7 @@ from rdt_virt.agent import sampler
 from rdt_virt.agent import state
 from rdt_virt import exception
 from rdt_virt.policy import default_group
+from rdt_virt.policy import groups as groups_mod
 from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
@@ -92,7 +95,17 @@ class Agent(object):
             default_l3_ways=conf.rdt.default_group_l3_ways,
             place_extra=self.opts.place_extra_threads)
         self.rotation = rotation_mod.Rotation(self.opts.rotation_interval)
+        # MBM counters rotate like RMIDs on counter-assignment hosts.
+        self.counter_rotation = rotation_mod.Rotation(
+            self.opts.rotation_interval)
+        self.counter_info = None     # what the state file says of them
         self.tracker = sampler.RateTracker()
+        self.ceiling_source = None
+        # Groups holding an RMID at the last tick, and the monitoring
+        # groups removed once drained since (their RMIDs are free at once).
+        self._rmid_groups = None
+        self._drained = set()
+        self._held = 0               # monitoring groups left draining
         self.caps = None
         self._fingerprint = None
         self.instances = {}
@@ -134,6 +147,7 @@ class Agent(object):
         if self.caps is None or fingerprint != self._fingerprint:
             self.caps = rc.capabilities()
             self._fingerprint = fingerprint
+            self._set_ceiling()
             LOG.info('resctrl at %s: features %s, %d CLOSIDs, %d RMIDs',
                      rc.root, ', '.join(sorted(self.caps.features)) or
                      'none', self.caps.num_closids, self.caps.num_rmids)
@@ -143,6 +157,17 @@ class Agent(object):
             except exception.InvalidConfig as e:
                 LOG.error('%s; the default group keeps its L3 mask', e)
         return True
+
+    def _set_ceiling(self):
+        mon = self.caps.monitor
+        value, source = ceiling_mod.host_ceiling(
+            self.opts.memory_bandwidth_ceiling,
+            len(mon.domain_ids) if mon else 1)
+        self.tracker.ceiling = value
+        self.ceiling_source = source
+        LOG.info('Memory bandwidth ceiling %.0f GB/s (%s): faster counter '
+                 'growth is taken for a counter reset',
+                 value / ceiling_mod.GB, source)
 
     # Reading resctrl -------------------------------------------------------
 
@@ -168,11 +193,28 @@ class Agent(object):
         self._mon_cache[key] = (ctrl_tasks, tasks)
         return tasks
 
+    def _schemata(self, name):
+        """A group's schemata; None for another tool's unreadable one.
+
+        A pseudo-locked group answers ENODEV when its cache domain is
+        offline; nothing of another tool's may stop a tick.
+        """
+        rc = self.resctrl
+        if rc.owns(name) or reconcile.is_libvirt_group(name):
+            return rc.read_schemata(name)
+        try:
+            return rc.read_schemata(name)
+        except exception.GroupNotFound:
+            raise
+        except (exception.ResctrlError, exception.InvalidSchemata) as e:
+            LOG.debug('Ignoring the schemata of group %s: %s', name, e)
+            return None
+
     def _read_group(self, name, monitor, wanted, only):
         rc = self.resctrl
         group = model.GroupState(
             name, tasks=frozenset(rc.read_tasks(name)),
-            schemata=rc.read_schemata(name))
+            schemata=self._schemata(name))
         if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
             mons = rc.list_mon_groups(name)
             group.mon_names = frozenset(mons)
@@ -224,10 +266,118 @@ class Agent(object):
                     ours += 1
                 else:
                     foreign += 1
+        rmids = {(n, None) for n in ctrl}
+        rmids |= {(n, m) for n, g in snap.groups.items() for m in g.mon_names}
+        gone = (self._rmid_groups or set()) - rmids - self._drained
+        if gone and self.caps.monitor and (
+                'llc_occupancy' in self.caps.monitor.features):
+            # Removed without a look at their occupancy, by anyone (libvirt
+            # at a domain's stop, a rmdir of a control group): in limbo.
+            self.rotation.released(self.clock(), len(gone))
+        self._rmid_groups = rmids
+        self._drained = set()
         self.closids_used = 1 + len(ctrl)
         self.rmids_used = 1 + len(ctrl) + ours + foreign if (
             self.caps.monitor) else 0
         return foreign, ours
+
+    def _own_mon_groups(self, snap):
+        """``{uuid: (control group, monitoring group)}`` of the agent's."""
+        found = {}
+        for name, group in snap.groups.items():
+            for mon in group.mon_names:
+                kind = groups_mod.parse(self.settings.prefix, mon)
+                if kind and kind[0] == 'monitor':
+                    found[kind[1]] = (name, mon)
+        return found
+
+    def _draining(self, outside):
+        """Monitoring groups to empty but keep: their RMID has not drained.
+
+        A removed group's RMID stays in limbo until its cache occupancy is
+        below ``max_threshold_occupancy`` on every domain; read here, on
+        the group that still exists, it tells when removing it frees the
+        RMID at once (see :mod:`rdt_virt.agent.rotation`).
+        """
+        mon = self.caps.monitor
+        if (mon is None or mon.max_threshold_occupancy is None or
+                'llc_occupancy' not in mon.features):
+            return set()
+        threshold = mon.max_threshold_occupancy
+        draining = set()
+        for group, name in outside.values():
+            try:
+                values = self.resctrl.read_mon_data(
+                    group, name, events=['llc_occupancy'])
+            except exception.ResctrlError:
+                continue
+            for dom in values.values():
+                occ = dom.get('llc_occupancy')
+                if occ is None or occ.value is None or (
+                        occ.value >= threshold):
+                    draining.add(name)
+                    break
+        return draining
+
+    def _assign_counters(self, placements, snap, now):
+        """Give MBM counters to the groups that count instances.
+
+        Counter-assignment hosts only (see :mod:`rdt_virt.agent.counters`).
+        Returns the number of writes.
+        """
+        rc = self.resctrl
+        mon = self.caps.monitor
+        events = mon.mbm_events
+        owner = {}
+        for uuid, place in placements.items():
+            if place.counters is not None:
+                owner[tuple(place.counters)] = uuid
+        spare = set()
+        for name in snap.groups:
+            kind = groups_mod.parse(self.settings.prefix, name or '')
+            if kind and kind[0] == 'shared' and (name, None) not in owner:
+                spare.add((name, None))
+        actual = {}
+        for key in list(owner) + sorted(spare):
+            try:
+                actual[key] = rc.read_assignments(*key)
+            except exception.ResctrlError:
+                owner.pop(key, None)
+                spare.discard(key)
+        try:
+            available = rc.read_available_counters()
+        except exception.ResctrlError as e:
+            LOG.warning('Cannot read the free MBM counters: %s', e)
+            return 0
+        budget = counters_mod.budget(mon, available, actual)
+        # First time round, those that have counters keep them.
+        self.counter_rotation.adopt(
+            [u for key, u in owner.items()
+             if counters_mod.has_all(actual.get(key, {}), events)],
+            budget, now)
+        window = self.counter_rotation.update(sorted(owner.values()),
+                                              budget, now)
+        wanted = {key: (uuid, uuid in window) for key, uuid in owner.items()}
+        wanted.update({key: (None, False) for key in spare})
+        actions = counters_mod.actions(wanted, actual, events)
+        outcome = self.executor.apply(actions) if actions else None
+        for action in actions:
+            if action.state == fs.ASSIGNED:
+                # A new counter starts from zero: restart the rates.
+                key = action.mon_group or action.group
+                self._generation[key] = self._generation.get(key, 0) + 1
+        with_counters = sum(
+            1 for key, (_u, want) in wanted.items() if want and key in owner)
+        self.counter_info = {
+            'counter_mode': mon.assign_mode,
+            'mbm_counters_total': min(
+                (n for _d, n in mon.num_mbm_cntrs), default=0),
+            'mbm_counters_available': min(available.values(), default=0),
+            'counter_budget': budget,
+            'counter_coverage': round(self.counter_rotation.coverage, 4),
+            'instances_with_counters': with_counters,
+        }
+        return outcome.writes if outcome else 0
 
     # Planning and applying --------------------------------------------------
 
@@ -261,6 +411,12 @@ class Agent(object):
         if outcome.rmids_exhausted:
             created = sum(1 for _g, m in outcome.created if m)
             self._rmid_cap = (ours + created, retry)
+        if outcome.rmids_busy:
+            # Free RMIDs ran out while others sit in limbo: slow down.
+            self.rotation.busy(now)
+            LOG.warning('RMIDs are busy in limbo; monitoring groups now '
+                        'rotate assuming %.0f s of limbo',
+                        self.rotation.drain_time)
         for group, mon in outcome.created:
             key = mon or group
             self._generation[key] = self._generation.get(key, 0) + 1
@@ -343,12 +499,24 @@ class Agent(object):
             foreign, ours = self._account(snap)
             cands = reconcile.mon_candidates(instances, threads, self.caps,
                                              self.settings)
-            window = self.rotation.update(cands, self._budget(foreign, now),
-                                          now)
+            budget = self._budget(foreign, now)
+            mons = self._own_mon_groups(snap)
+            self.rotation.adopt(set(mons) & set(cands), budget, now)
+            held = [m for m in mons if m not in self.rotation.window]
+            window = self.rotation.update(cands, budget, now,
+                                          held=len(held))
+            draining = self._draining(
+                {u: g for u, g in mons.items() if u not in window})
+            self._held = len(draining)
             result = reconcile.plan(instances, threads, snap, self.caps,
                                     self.settings, window,
-                                    self._blocked(now))
+                                    self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
+            self._drained = {(a.group, a.mon_group) for a in result.actions
+                             if isinstance(a, model.RemoveMonGroup)}
+            if self.caps.monitor and self.caps.monitor.assigns_counters:
+                outcome.writes += self._assign_counters(result.placements,
+                                                        snap, now)
         self.instances = instances
         self.threads = threads
         self.placements = result.placements
@@ -393,7 +561,7 @@ class Agent(object):
                 if budget is None:
                     # No full tick yet: other tools' groups are unknown.
                     budget = self._budget(0, now)
-                window = self.rotation.admit(uuid, budget, now)
+                window = self.rotation.admit(uuid, budget, now, self._held)
             result = reconcile.plan({uuid: inst}, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now))
@@ -421,7 +589,11 @@ class Agent(object):
         tick a little later.
         """
         self.procfs.forget(uuid)
-        self.rotation.forget(uuid)
+        self.counter_rotation.forget(uuid)
+        mon = self.caps.monitor if self.caps else None
+        # Without CMT the kernel frees RMIDs at once: no limbo.
+        self.rotation.forget(uuid, self.clock() if (
+            mon and 'llc_occupancy' in mon.features) else None)
         self._placed_at.pop(uuid, None)
         inst = self.instances.pop(uuid, None)
         self.threads.pop(uuid, None)
@@ -528,6 +700,11 @@ class Agent(object):
                 LOG.debug('Cannot read counters of %s: %s', uuid, e)
                 continue
             rates[uuid] = self.tracker.update(uuid, reading)
+            if self.counter_info is not None and (
+                    uuid not in self.counter_rotation.window) and (
+                    rates[uuid].mbm_total_bps is None):
+                rates[uuid] = dataclasses.replace(
+                    rates[uuid], reason=counters_mod.R_NO_COUNTER)
         self.tracker.forget(set(rates))
         self.rates = rates
         caps = self.caps
@@ -537,7 +714,8 @@ class Agent(object):
             rmids_total=caps.num_rmids if caps else 0,
             rmids_used=self.rmids_used,
             closids_total=caps.num_closids if caps else 0,
-            closids_used=self.closids_used, mon_budget=self.budget or 0)
+            closids_used=self.closids_used, mon_budget=self.budget or 0,
+            extra=self._host_extra())
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:
@@ -545,6 +723,12 @@ class Agent(object):
                         self.conf.rdt.state_file, e)
         self.last_doc = doc
         return doc
+
+    def _host_extra(self):
+        extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
+                 'counter_resets': self.tracker.jumps}
+        extra.update(self.counter_info or {})
+        return extra
 
     # The loop --------------------------------------------------------------
 

@@ -27,6 +27,7 @@ read); ``top`` reads the state file rdt-virt-agent publishes.
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -34,6 +35,7 @@ from rdt_virt.agent import reconcile
 from rdt_virt.agent import state as state_mod
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
+from rdt_virt.resctrl import cpu_quirks
 from rdt_virt.resctrl import fs
 from rdt_virt.resctrl import schemata as schemata_mod
 
@@ -63,7 +65,15 @@ def owner(name, prefix):
 
 # capabilities ----------------------------------------------------------------
 
-def capabilities_doc(rc):
+def _read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
+def capabilities_doc(rc, proc='/proc'):
     caps = rc.capabilities()
     doc = {'root': rc.root, 'features': sorted(caps.features),
            'num_closids': caps.num_closids, 'num_rmids': caps.num_rmids,
@@ -86,11 +96,15 @@ def capabilities_doc(rc):
         doc['monitor'] = {'num_rmids': caps.monitor.num_rmids,
                           'events': sorted(caps.monitor.features),
                           'domains': list(caps.monitor.domain_ids)}
+    # Features the kernel turned off on this CPU, and how to get them.
+    doc['notes'] = cpu_quirks.notes(
+        caps.features, _read_text(os.path.join(proc, 'cpuinfo')),
+        _read_text(os.path.join(proc, 'cmdline')))
     return doc
 
 
 def cmd_capabilities(rc, args, out):
-    doc = capabilities_doc(rc)
+    doc = capabilities_doc(rc, args.proc_root)
     if args.json:
         out.write(json.dumps(doc, indent=2, sort_keys=True) + '\n')
         return 0
@@ -114,6 +128,8 @@ def cmd_capabilities(rc, args, out):
         out.write('monitoring: %s on domains %s\n' % (
             ' '.join(doc['monitor']['events']),
             ','.join(str(d) for d in doc['monitor']['domains'])))
+    for note in doc['notes']:
+        out.write('note:       %s\n' % note)
     return 0
 
 
@@ -186,6 +202,15 @@ def top_table(doc):
                  100 * (host.get('coverage') or 0),
                  '  (rotating monitoring groups)' if host.get('rotating')
                  else '')]
+    if host.get('counter_mode'):
+        # Counter assignment: only groups with a counter count bandwidth.
+        lines.append('MBM counters: %s mode, %s per domain, %s free, %d '
+                     'instances counted (%.0f%%)' % (
+                         host['counter_mode'],
+                         host.get('mbm_counters_total', '?'),
+                         host.get('mbm_counters_available', '?'),
+                         host.get('instances_with_counters') or 0,
+                         100 * (host.get('counter_coverage') or 0)))
     rows = []
     for uuid, inst in sorted(doc.get('instances', {}).items(),
                              key=lambda kv: (kv[1].get('name') or '',
@@ -236,6 +261,9 @@ def main(argv=None, out=None):
     parser.add_argument('--resctrl-root', help='override [rdt] '
                         'resctrl_root')
     parser.add_argument('--state-file', help='override [rdt] state_file')
+    parser.add_argument('--proc-root', default='/proc',
+                        help='where procfs is mounted (for the CPU model '
+                        'and the kernel command line)')
     sub = parser.add_subparsers(dest='command', required=True)
     for name in ('capabilities', 'groups'):
         cmd = sub.add_parser(name)

@@ -110,6 +110,24 @@ Seconds to wait before creating a group again after the kernel refused it
 for lack of a CLOSID or RMID (ENOSPC) or because RMIDs were still in limbo
 (EBUSY). These are warnings, never errors that stop the agent.
 """)),
+    cfg.FloatOpt(
+        'memory_bandwidth_ceiling',
+        default=0.0,
+        min=0.0,
+        help=_("""
+Most memory bandwidth of the whole host, in GB/s (10^9 bytes per second).
+
+A counter that grows faster than this is taken for a hardware reset (AMD
+hosts without counter assignment reset the counters of RMIDs they stop
+tracking, and the kernel shows the reset as a jump of petabytes): that
+interval has no rate, and no published rate ever exceeds this value.
+
+Possible values:
+
+* 0: automatic, 1.5 times the peak of the installed memory from SMBIOS
+  (readable by root), else 1000 GB/s per L3 monitoring domain.
+* Any positive number: this ceiling.
+""")),
     cfg.BoolOpt(
         'place_extra_threads',
         default=False,

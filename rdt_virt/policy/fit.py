@@ -24,7 +24,8 @@ hardware applies:
 * Cache sizes are rounded up to whole ways, at least ``min_cbm_bits``.
 * MBps caps need a host mounted with ``mba_MBps``; AMD hosts take them in
   units of 1/8 GBps (125 MBps), rounded up. Percentages have no meaning on
-  AMD, whose unthrottled value is an absolute 2048 units.
+  AMD, whose unthrottled value is an absolute number of units from the
+  hardware (2048 so far).
 
 Who applies the bandwidth part depends on the host's strategy (``[rdt]
 mb_strategy``) and on libvirt, which only accepts ``<memorytune>`` values up
@@ -163,7 +164,7 @@ def fit_mem_bw(policy, caps):
             'percent' % es.MEM_BW_MBPS)
     if mb.unit == info.UNIT_AMD:
         units = -(-policy.mem_bw_mbps // AMD_MBPS_PER_UNIT)
-        return MemBwAllocation(info.UNIT_AMD, min(units, info.MAX_AMD),
+        return MemBwAllocation(info.UNIT_AMD, min(units, mb.max_bandwidth),
                                policy.mem_bw_mbps, mb.domain_ids)
     return MemBwAllocation(info.UNIT_MBPS, policy.mem_bw_mbps,
                            policy.mem_bw_mbps, mb.domain_ids)

@@ -33,6 +33,7 @@ code from :data:`ERRORS`, so nothing but plain data crosses the privsep
 channel.
 """
 
+import errno
 import os
 
 from oslo_config import cfg
@@ -51,15 +52,34 @@ E_EXISTS = 'exists'
 E_NOTFOUND = 'notfound'
 E_NOTMOUNTED = 'notmounted'
 E_REFUSED = 'refused'
-ERRORS = (E_NOSPACE, E_BUSY, E_EXISTS, E_NOTFOUND, E_NOTMOUNTED, E_REFUSED)
+# A monitoring group rename the kernel cannot do (before 6.5: EPERM).
+E_NORENAME = 'norename'
+ERRORS = (E_NOSPACE, E_BUSY, E_EXISTS, E_NOTFOUND, E_NOTMOUNTED, E_REFUSED,
+          E_NORENAME)
 
 MAX_TIDS = 65536
 MAX_TID = 2 ** 22          # the kernel's largest pid_max
 MAX_SCHEMATA = 8192
+# kernfs takes at most one page per write (E2BIG beyond).
+MAX_WRITE = 4000
 
 
 # Whether the kernel takes several thread ids per write: None until seen.
 _MULTI_TID = {'supported': None}
+
+
+def _chunks(tids):
+    """Split thread ids into comma lists that fit in one write."""
+    chunk, size = [], 0
+    for tid in tids:
+        length = len(str(tid)) + 1
+        if chunk and size + length > MAX_WRITE:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(tid)
+        size += length
+    if chunk:
+        yield chunk
 
 
 def _resctrl():
@@ -156,6 +176,8 @@ def _failure(e):
         code = E_NOTMOUNTED
     elif isinstance(e, exception.GroupNotFound):
         code = E_NOTFOUND
+    elif isinstance(e, exception.RenameRefused):
+        code = E_NORENAME
     else:
         code = E_REFUSED
     return {'ok': False, 'error': code, 'message': str(e)}
@@ -224,6 +246,25 @@ def move_mon_group(name, group, new_group):
 
 
 @privsep.sys_admin_pctxt.entrypoint
+def assign_counter(group, mon_group, event, state):
+    """Give (``'e'``) or take (``'_'``) an MBM counter of a group's event.
+
+    Only in counter-assignment mode (``mbm_event``, 6.18+); every domain.
+    """
+    # The default group's own counters are not the agent's to give away.
+    check_control_group(group, allow_root=mon_group is not None)
+    if mon_group is not None:
+        check_mon_group(mon_group)
+    if event not in ('mbm_total_bytes', 'mbm_local_bytes'):
+        raise ValueError('invalid MBM event %r' % (event,))
+    if state not in (fs.ASSIGNED, fs.UNASSIGNED):
+        raise ValueError('invalid assignment %r' % (state,))
+    rc = _resctrl()
+    check_path(rc, rc.path(group, mon_group, fs.ASSIGNMENTS))
+    return _run(rc.write_assignment, group, mon_group, event, state)
+
+
+@privsep.sys_admin_pctxt.entrypoint
 def write_schemata(group, text):
     """Write (partial) schemata ``text`` to ``group`` (None: default)."""
     check_control_group(group, allow_root=True)
@@ -248,20 +289,24 @@ def assign_tasks(group, mon_group, tids):
     rc = _resctrl()
     check_path(rc, rc.path(group, mon_group, 'tasks'))
     moved, gone = [], []
+    refusal = None
     if len(tids) > 1 and _MULTI_TID['supported'] is not False:
         # One write instead of one per thread; on any refusal (an exited
         # thread, an old kernel) the per-thread writes below sort it out,
         # re-moving a moved thread being harmless.
         try:
-            rc.add_tasks_at_once(tids, group, mon_group)
+            for chunk in _chunks(tids):
+                rc.add_tasks_at_once(chunk, group, mon_group)
             _MULTI_TID['supported'] = True
             return dict(OK, moved=list(tids), gone=[])
-        except (exception.ResctrlError, OSError):
-            pass
+        except (exception.ResctrlError, OSError) as e:
+            refusal = getattr(e, 'errno', None)
     try:
         moved, gone = rc.add_tasks(tids, group, mon_group)
-        if _MULTI_TID['supported'] is None and not gone:
-            # Every thread was fine alone: the list itself was refused.
+        if (_MULTI_TID['supported'] is None and not gone and
+                len(tids) > 1 and refusal == errno.EINVAL):
+            # Every thread was fine alone: the kernel cannot parse a list
+            # (E2BIG or another refusal says nothing about lists).
             _MULTI_TID['supported'] = False
     except (exception.ResctrlError, OSError) as e:
         result = (_failure(e) if isinstance(e, exception.ResctrlError)

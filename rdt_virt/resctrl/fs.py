@@ -56,7 +56,12 @@ from rdt_virt.resctrl import schemata as schemata_mod
 RESERVED_NAMES = frozenset(('info', 'mon_groups', 'mon_data'))
 # Files in a group's directory: a group of that name would be a file.
 GROUP_FILES = frozenset(('tasks', 'cpus', 'cpus_list', 'schemata', 'size',
-                         'mode', 'mon_hw_id', 'mba_MBps_event'))
+                         'mode', 'mon_hw_id', 'mba_MBps_event',
+                         'mbm_L3_assignments'))
+ASSIGNMENTS = 'mbm_L3_assignments'
+# Counter assignment states: exclusive counter, none.
+ASSIGNED = 'e'
+UNASSIGNED = '_'
 SENTINELS = ('Unavailable', 'Error', 'Unassigned')
 _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
@@ -409,6 +414,10 @@ class Resctrl(object):
         """Move a monitoring group (and its counters) to ``new_group``.
 
         The kernel moves the group's threads to ``new_group`` as well.
+        Only kernels since 6.5 can: older ones answer EPERM.
+
+        :raises: RenameRefused on EPERM; the caller moves the threads and
+            re-creates the group instead.
         """
         self._check_owned(name, foreign_ok)
         src = self.path(group, name)
@@ -416,6 +425,12 @@ class Resctrl(object):
         try:
             os.rename(src, dst)
         except OSError as e:
+            if e.errno == errno.EPERM:
+                # kernfs refuses before resctrl sees it, leaving an old
+                # last_cmd_status: it would mislead.
+                raise exception.RenameRefused(
+                    path=src, group=name, target=new_group or '/',
+                    status=os.strerror(e.errno))
             if e.errno == errno.ENOENT:
                 missing = dst if os.path.isdir(src) else src
                 self._missing(os.path.join(missing, 'tasks'))
@@ -449,8 +464,11 @@ class Resctrl(object):
         return self._read(self.path(group, None, 'mode')).strip()
 
     def write_mode(self, group, mode):
-        """Set ``shareable``, ``exclusive`` or ``pseudo-locksetup``."""
-        self._write(self.path(group, None, 'mode'), mode)
+        """Set ``shareable``, ``exclusive`` or ``pseudo-locksetup``.
+
+        The kernel refuses a mode without its trailing newline (EINVAL).
+        """
+        self._write(self.path(group, None, 'mode'), mode.strip() + '\n')
 
     def read_tasks(self, group=None, mon_group=None):
         """Thread ids in the group (or monitoring group)."""
@@ -491,9 +509,11 @@ class Resctrl(object):
     def add_tasks_at_once(self, tids, group=None, mon_group=None):
         """Move threads into a group with one write of ``tid,tid,...``.
 
-        Kernels since 6.2 take a comma-separated list and stop at the first
-        thread they refuse; older ones refuse the whole text. Callers fall
-        back to :meth:`add_tasks` on any error.
+        Kernels since about 6.7/6.8 take a comma-separated list and stop at
+        the first thread they refuse; older ones parse one integer per
+        write and refuse a list with EINVAL, without a word in
+        ``last_cmd_status``. A text longer than a page gives E2BIG on every
+        kernel. Callers fall back to :meth:`add_tasks` on any error.
 
         :raises: ResctrlWriteError with the kernel's last_cmd_status.
         """
@@ -543,6 +563,45 @@ class Resctrl(object):
                     values[event] = MonValue(None, os.strerror(e.errno))
             result[int(match.group(1))] = values
         return result
+
+    # Counter assignment (mbm_event mode, 6.18+) ---------------------------
+
+    def read_available_counters(self):
+        """``{domain id: free MBM counters}`` (``available_mbm_cntrs``)."""
+        return info_mod.parse_domain_counts(
+            self._read(os.path.join(self.root, 'info', 'L3_MON',
+                                    'available_mbm_cntrs')),
+            'available_mbm_cntrs')
+
+    def read_assignments(self, group=None, mon_group=None):
+        """A group's counters: ``{event: {domain id: 'e' or '_'}}``.
+
+        From ``mbm_L3_assignments``: one ``<event>:<id>=<state>;...`` line
+        per MBM event.
+        """
+        text = self._read(self.path(group, mon_group, ASSIGNMENTS))
+        found = {}
+        for line in text.splitlines():
+            event, sep, rest = line.strip().partition(':')
+            if not sep:
+                continue
+            doms = {}
+            for item in rest.split(';'):
+                dom, eq, state = item.strip().partition('=')
+                if eq and dom.strip().isdigit():
+                    doms[int(dom)] = state.strip()
+            found[event.strip()] = doms
+        return found
+
+    def write_assignment(self, group, mon_group, event, state, domain='*'):
+        """Assign (``'e'``) or release (``'_'``) a counter of ``event``.
+
+        :param domain: a domain id, or ``'*'`` for every domain.
+        :raises: ResctrlWriteError with last_cmd_status (for example when
+            no counter is free).
+        """
+        self._write(self.path(group, mon_group, ASSIGNMENTS),
+                    '%s:%s=%s\n' % (event, domain, state))
 
     # Locking ---------------------------------------------------------------
 

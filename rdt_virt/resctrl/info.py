@@ -22,7 +22,13 @@
   ``min_bandwidth``, ``bandwidth_gran``, ``delay_linear``, ``num_closids``
   and ``thread_throttle_mode``;
 * monitoring: ``L3_MON`` with ``num_rmids``, ``mon_features`` and
-  ``max_threshold_occupancy``.
+  ``max_threshold_occupancy``; since 6.18, where the hardware assigns MBM
+  counters (AMD ABMC), also ``mbm_assign_mode`` (the active mode in
+  brackets: ``[mbm_event]`` or ``[default]``), ``num_mbm_cntrs`` and
+  ``available_mbm_cntrs`` (``<domain>=<count>;...``) and
+  ``mbm_assign_on_mkdir`` (``1``: a new group gets counters if any are
+  free). In ``mbm_event`` mode only groups with an assigned counter count
+  bandwidth; the others read ``Unassigned``.
 
 Every control group uses one CLOSID in every allocation resource, so the
 number of groups a host can hold is the minimum of ``num_closids`` over them.
@@ -30,8 +36,12 @@ number of groups a host can hold is the minimum of ``num_closids`` over them.
 Memory bandwidth values come in three units. Intel MBA takes a percentage
 (``min_bandwidth``..100, in steps of ``bandwidth_gran``). Mounted with
 ``mba_MBps`` the same resource takes MBps (unlimited is 2^32-1). AMD takes
-absolute units of 1/8 GBps with 2048 meaning unlimited, and reports a
-``min_bandwidth`` of 0, which no Intel part does.
+absolute units of 1/8 GBps and reports a ``min_bandwidth`` of 0, which no
+Intel part does. Its unlimited value is ``1 << bw_len`` from CPUID leaf
+0x80000020 (2048 on the parts seen so far); the kernel has no info file for
+it but gives it to every group at mount, so it is read from the root
+group's schemata, rounded up to a power of two in case another tool
+throttled the root.
 
 Domain ids come from the root group's ``schemata``; the bytes per cache way
 from the root group's ``size`` divided by the bits of its mask.
@@ -136,12 +146,20 @@ class MemBwResource:
     thread_throttle_mode: typing.Optional[str]
     unit: str
     domain_ids: typing.Tuple[int, ...]
+    # The hardware's unthrottled value where it varies (AMD); 0: the
+    # unit's usual one.
+    max_value: int = 0
 
     @property
     def max_bandwidth(self):
         """The value meaning "unthrottled" in this resource's unit."""
+        if self.max_value:
+            return self.max_value
         return {UNIT_PERCENT: MAX_PERCENT, UNIT_MBPS: MAX_MBPS,
                 UNIT_AMD: MAX_AMD}[self.unit]
+
+
+ASSIGN_MBM_EVENT = 'mbm_event'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +170,22 @@ class MonitorCapability:
     features: typing.FrozenSet[str]
     max_threshold_occupancy: typing.Optional[int]
     domain_ids: typing.Tuple[int, ...]
+    # Counter assignment (6.18+): the active mode, or None before 6.18.
+    assign_mode: typing.Optional[str] = None
+    # ((domain id, counters), ...) in mbm_event mode.
+    num_mbm_cntrs: typing.Tuple[typing.Tuple[int, int], ...] = ()
+    assign_on_mkdir: bool = False
+
+    @property
+    def assigns_counters(self):
+        """MBM counts only in groups given a counter (``mbm_event``)."""
+        return self.assign_mode == ASSIGN_MBM_EVENT
+
+    @property
+    def mbm_events(self):
+        """The MBM events this host counts, sorted."""
+        return tuple(sorted(e for e in self.features
+                            if e in (MBM_TOTAL_BYTES, MBM_LOCAL_BYTES)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,10 +316,17 @@ def _membw_unit(min_bandwidth, root_values, mount_options):
     return UNIT_PERCENT
 
 
+def _amd_max(root_values):
+    """The unthrottled AMD value: a power of two, at least the root's."""
+    top = max(root_values, default=0)
+    return 1 << (top - 1).bit_length() if top > 1 else MAX_AMD
+
+
 def _membw(name, info, root, mount_options):
     domain_ids = _domain_ids(root, name)
     min_bw = _int(info, name + '/min_bandwidth')
     mode = info.get(name + '/thread_throttle_mode')
+    unit = _membw_unit(min_bw, root[name].values(), mount_options)
     return MemBwResource(
         name=name,
         num_closids=_int(info, name + '/num_closids'),
@@ -293,21 +334,53 @@ def _membw(name, info, root, mount_options):
         bandwidth_gran=_int(info, name + '/bandwidth_gran', 1) or 1,
         delay_linear=bool(_int(info, name + '/delay_linear', 0)),
         thread_throttle_mode=mode.strip() if mode else None,
-        unit=_membw_unit(min_bw, root[name].values(), mount_options),
-        domain_ids=domain_ids)
+        unit=unit,
+        domain_ids=domain_ids,
+        max_value=_amd_max(root[name].values()) if unit == UNIT_AMD else 0)
+
+
+def parse_assign_mode(text):
+    """The active mode of ``mbm_assign_mode`` (the one in brackets)."""
+    for word in (text or '').split():
+        if word.startswith('[') and word.endswith(']'):
+            return word[1:-1]
+    return None
+
+
+def parse_domain_counts(text, source='num_mbm_cntrs'):
+    """``0=32;1=32`` as ``{0: 32, 1: 32}``."""
+    counts = {}
+    for item in (text or '').strip().split(';'):
+        if not item.strip():
+            continue
+        dom, _eq, value = item.partition('=')
+        try:
+            counts[int(dom)] = int(value)
+        except ValueError:
+            raise exception.InvalidCapabilities(
+                source='info/L3_MON/' + source,
+                reason='not <domain>=<count>: %r' % item)
+    return counts
 
 
 def _monitor(info, mon_domain_ids):
     features = frozenset(
         info.get(MONITOR_RESOURCE + '/mon_features', '').split())
     occupancy = info.get(MONITOR_RESOURCE + '/max_threshold_occupancy')
+    mode = parse_assign_mode(info.get(MONITOR_RESOURCE + '/mbm_assign_mode'))
+    counters = parse_domain_counts(info.get(
+        MONITOR_RESOURCE + '/num_mbm_cntrs')) if mode else {}
     return MonitorCapability(
         num_rmids=_int(info, MONITOR_RESOURCE + '/num_rmids'),
         features=features,
         max_threshold_occupancy=(
             _int(info, MONITOR_RESOURCE + '/max_threshold_occupancy')
             if occupancy is not None else None),
-        domain_ids=tuple(sorted(mon_domain_ids)))
+        domain_ids=tuple(sorted(mon_domain_ids)),
+        assign_mode=mode,
+        num_mbm_cntrs=tuple(sorted(counters.items())),
+        assign_on_mkdir=info.get(
+            MONITOR_RESOURCE + '/mbm_assign_on_mkdir', '0').strip() == '1')
 
 
 def parse(info, root_schemata='', root_size='', mount_options=(),

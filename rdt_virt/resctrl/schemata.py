@@ -25,6 +25,10 @@ Kernels before 6.15 right-align the resource names and pad values (``MB:0=
 resources and some domains (a partial update): the kernel keeps the rest.
 
 Values are kept as integers: ``{'L3': {0: 0x7ff, 1: 0x7ff}, 'MB': {...}}``.
+
+A group in ``pseudo-locksetup`` mode shows ``L3:uninitialized`` (one such
+line per allocation resource) until its region is locked; those lines
+parse to no entry.
 """
 
 import re
@@ -32,6 +36,8 @@ import re
 from rdt_virt import exception
 
 MEMBW_RESOURCES = frozenset(('MB', 'SMBA'))
+# What a pseudo-locksetup group's schemata shows for each resource.
+UNINITIALIZED = 'uninitialized'
 
 # What the kernel's parsers accept (kstrtoul with base 16 or 10): no sign,
 # no Python-only digit separators.
@@ -98,6 +104,8 @@ def parse(text, decimal=False):
     result = {}
     for line in text.splitlines():
         if not line.strip():
+            continue
+        if line.partition(':')[2].strip() == UNINITIALIZED:
             continue
         name, domains = parse_line(line, decimal)
         if name in result:

@@ -60,6 +60,17 @@ _HOST = (
      'Share of monitored instances with values'),
     ('rotating', 'rdt_virt_host_monitoring_rotating',
      '1 when monitoring groups are multiplexed for lack of RMIDs'),
+    ('bandwidth_ceiling_bps', 'rdt_virt_host_memory_bandwidth_ceiling_'
+                              'bytes_per_second',
+     'Most the host\'s memory can move; no rate is published above it'),
+    ('counter_resets', 'rdt_virt_host_mbm_counter_resets',
+     'Readings dropped because a counter jumped above the ceiling'),
+    ('mbm_counters_total', 'rdt_virt_host_mbm_counters',
+     'MBM counters per domain (counter-assignment mode)'),
+    ('mbm_counters_available', 'rdt_virt_host_mbm_counters_available',
+     'Free MBM counters on the scarcest domain'),
+    ('counter_coverage', 'rdt_virt_host_mbm_counter_coverage_ratio',
+     'Share of the monitored instances that have MBM counters now'),
 )
 LABELS = ['instance_uuid', 'domain', 'group']
 

@@ -295,11 +295,12 @@ class TestRetries(base.AgentTestCase):
         self.assertEqual(0.4, doc['host']['mon_coverage'])
         first = set(self.mon_groups(MB10))
         seen = set(first)
-        for _ in range(6):
+        for _ in range(8):
             time.sleep(1.05)
             self.agent.tick()
             seen |= set(self.mon_groups(MB10))
-            self.assertEqual(2, len(self.mon_groups(MB10)))
+            # Groups handed over and groups draining stay within budget.
+            self.assertLessEqual(len(self.mon_groups(MB10)), 2)
         self.assertEqual({P + 'm-' + u for u in uuids}, seen)
         # Every instance stays throttled, monitored or not.
         for uuid in uuids:

@@ -52,6 +52,31 @@ class TestCLI(base.TestCase):
         self.assertEqual('percent', doc['membw']['MB']['unit'])
         self.assertIn('MBM_TOTAL', doc['features'])
 
+    def test_capabilities_explain_the_intel_quirk(self):
+        # A Xeon Gold 6252 (Cascade Lake): Linux leaves L3 CAT off.
+        proc = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(proc, 'cpuinfo'), 'w') as f:
+            f.write('processor\t: 0\nvendor_id\t: GenuineIntel\n'
+                    'cpu family\t: 6\nmodel\t\t: 85\n'
+                    'model name\t: Intel(R) Xeon(R) Gold 6252 CPU\n'
+                    'stepping\t: 7\n\nprocessor\t: 1\n')
+        with open(os.path.join(proc, 'cmdline'), 'w') as f:
+            f.write('BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet\n')
+        shutil.rmtree(os.path.join(self.root, 'info', 'L3'))
+        code, text = self.run_cli('--proc-root', proc, 'capabilities')
+        self.assertEqual(0, code)
+        self.assertIn('note:       Linux turns L3_CAT off on Cascade Lake',
+                      text)
+        self.assertIn('boot with rdt=l3cat', text)
+        code, text = self.run_cli('--proc-root', proc, 'capabilities',
+                                  '--json')
+        self.assertEqual(1, len(json.loads(text)['notes']))
+        # Booted with rdt=l3cat: nothing to explain.
+        with open(os.path.join(proc, 'cmdline'), 'w') as f:
+            f.write('ro rdt=l3cat quiet\n')
+        code, text = self.run_cli('--proc-root', proc, 'capabilities')
+        self.assertNotIn('note:', text)
+
     def test_groups(self):
         code, text = self.run_cli('groups', '--json')
         rows = {r['group']: r for r in json.loads(text)}
@@ -80,6 +105,16 @@ class TestCLI(base.TestCase):
                           'mem_bw=10', '4096', '120.0', '150.0'], one)
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
+
+    def test_top_shows_counter_coverage(self):
+        doc = test_pollsters.document(time.time())
+        doc['host'].update(counter_mode='mbm_event', mbm_counters_total=32,
+                           mbm_counters_available=0, counter_coverage=0.4,
+                           instances_with_counters=16)
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        self.assertIn('MBM counters: mbm_event mode, 32 per domain, 0 free, '
+                      '16 instances counted (40%)', text.splitlines()[1])
 
     def test_top_without_agent(self):
         code, text = self.run_cli('top', '--once')

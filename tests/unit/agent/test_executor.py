@@ -18,6 +18,8 @@ from rdt_virt.privsep import resctrl as priv
 from tests import base
 
 MB10 = 'rdtvirt-mb10'
+MB20 = 'rdtvirt-mb20'
+U1 = '11111111-1111-4111-8111-111111111111'
 MON = 'rdtvirt-m-11111111-1111-4111-8111-111111111111'
 
 
@@ -52,6 +54,9 @@ class FakeAPI(object):
 
     def move_mon_group(self, name, group, new_group):
         return self._answer('move_mon_group', name, group, new_group)
+
+    def assign_counter(self, group, mon, event, state):
+        return self._answer('assign_counter', mon or group, event, state)
 
     def assign_tasks(self, group, mon, tids):
         result = self._answer('assign_tasks', mon or group, tids)
@@ -109,6 +114,44 @@ class TestExecutor(base.TestCase):
         api = FakeAPI({('create_group', MB10): priv.E_NOTMOUNTED})
         out = executor.Executor(api).apply(PLAN[:1])
         self.assertTrue(out.not_mounted)
+
+    def test_kernel_without_rename_recreates_the_mon_group(self):
+        # Before 6.5 rename answers EPERM: the threads move to their new
+        # control group, never through the default one, and the
+        # monitoring group is made again there.
+        api = FakeAPI({('move_mon_group', MON): priv.E_NORENAME})
+        ex = executor.Executor(api)
+        move = m.MoveMonGroup(MON, MB10, MB20, (1, 2), uuid=U1)
+        out = ex.apply([move, m.RemoveGroup(MB10)])
+        self.assertEqual([
+            ('move_mon_group', MON, MB10, MB20),
+            ('assign_tasks', MB20, [1, 2]),
+            ('create_mon_group', MON, MB20),
+            ('assign_tasks', MON, [1, 2]),
+            ('remove_mon_group', MON, MB10),
+            ('remove_group', MB10)], api.calls)
+        self.assertEqual([(MB20, MON)], out.created)
+        self.assertFalse(ex.can_rename)
+        # Remembered: no rename is tried again.
+        api.calls = []
+        ex.apply([move])
+        self.assertEqual('assign_tasks', api.calls[0][0])
+        self.assertNotIn('move_mon_group', [c[0] for c in api.calls])
+
+    def test_without_rename_a_refused_thread_move_keeps_the_old_group(self):
+        api = FakeAPI({('move_mon_group', MON): priv.E_NORENAME,
+                       ('assign_tasks', MB20): priv.E_NOTFOUND})
+        ex = executor.Executor(api)
+        ex.apply([m.MoveMonGroup(MON, MB10, MB20, (1, 2)),
+                  m.RemoveGroup(MB10)])
+        names = [c[0] for c in api.calls]
+        self.assertNotIn('remove_group', names)
+        self.assertNotIn('remove_mon_group', names)
+
+    def test_rename_that_works_is_remembered(self):
+        ex = executor.Executor(FakeAPI())
+        ex.apply([m.MoveMonGroup(MON, MB10, MB20, (1,))])
+        self.assertTrue(ex.can_rename)
 
     def test_move_and_removals(self):
         api = FakeAPI()

@@ -81,6 +81,16 @@ class TestValidation(PrivsepTestCase):
                      '1,2', None, list(range(1, 70000))):
             self.assertRefused(priv.assign_tasks, None, None, tids)
 
+    def test_counter_assignment_checked(self):
+        total = 'mbm_total_bytes'
+        for args in (('rdtvirt-mb10', None, 'llc_occupancy', 'e'),
+                     ('rdtvirt-mb10', None, total, 'x'),
+                     (None, None, total, '_'),
+                     ('pqos-1', None, total, 'e'),
+                     ('rdtvirt-mb10', '../x', total, 'e'),
+                     (None, 'collectd-1', total, 'e')):
+            self.assertRefused(priv.assign_counter, *args)
+
     def test_schemata_checked(self):
         for text in ('', 'garbage', 'L3:0=zz\n', 'MB:x=1\n',
                      'L3:0=f\n' * 3000, b'MB:0=10\n', 'mb:0=10\n'):
@@ -124,6 +134,18 @@ class TestResults(PrivsepTestCase):
         self.assertEqual(priv.E_NOTMOUNTED, result['error'])
 
 
+class TestRename(PrivsepTestCase):
+
+    def test_rename_refused_by_an_old_kernel_has_its_own_code(self):
+        for path in ('rdtvirt-mb10/mon_groups/rdtvirt-m-1', 'rdtvirt-mb20'):
+            os.makedirs(os.path.join(self.root, path))
+        with mock.patch.object(fs.os, 'rename',
+                               side_effect=PermissionError(1, 'x')):
+            result = priv.move_mon_group('rdtvirt-m-1', 'rdtvirt-mb10',
+                                         'rdtvirt-mb20')
+        self.assertEqual(priv.E_NORENAME, result['error'])
+
+
 class TestMultipleThreadsPerWrite(PrivsepTestCase):
 
     def setUp(self):
@@ -153,3 +175,26 @@ class TestMultipleThreadsPerWrite(PrivsepTestCase):
         with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
             priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
         self.assertFalse(once.called)
+
+    def test_a_too_long_list_does_not_disable_lists(self):
+        too_big = exception.ResctrlWriteError(self.tasks, '11,12', 7,
+                                              'Argument list too long', '')
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once',
+                               side_effect=too_big):
+            result = priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertEqual([11, 12], result['moved'])
+        self.assertIsNot(False, priv._MULTI_TID['supported'])
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
+            priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertTrue(once.called)
+
+    def test_long_lists_split_below_a_page(self):
+        tids = list(range(1000000, 1002000))
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
+            result = priv.assign_tasks('rdtvirt-mb10', None, tids)
+        self.assertEqual(tids, result['moved'])
+        written = [c[0][0] for c in once.call_args_list]
+        self.assertGreater(len(written), 1)
+        self.assertEqual(tids, [t for chunk in written for t in chunk])
+        for chunk in written:
+            self.assertLess(len(','.join(map(str, chunk))), 4096)

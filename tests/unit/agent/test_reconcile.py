@@ -121,6 +121,27 @@ SCENARIOS = [
             m.WriteSchemata(f.I1, 'L3:0=7ff;1=7ff\nMB:0=500;1=500\n'),
             _assign(f.I1, [101, 102])],
         counters=(f.I1, None))),
+    ('mbps_rounded_up_by_older_kernels_is_converged', dict(
+        # Kernels before the bw_validate fix show 505 MBps as 510.
+        instances=[f.inst(bw=f.mbps(505))], threads={f.U1: T1},
+        caps=hosts.MBPS,
+        snapshot=f.snap(f.group(f.I1, [101, 102], f.sch(510)),
+                        root={'L3': {0: 0x7ff, 1: 0x7ff},
+                              'MB': {0: 2 ** 32 - 1, 1: 2 ** 32 - 1}}),
+        expected=[], counters=(f.I1, None))),
+    ('mbps_libvirt_allocation_rounded_up_is_converged', dict(
+        instances=[f.inst(bw=f.mbps(805), allocs=[f.alloc()])],
+        threads={f.U1: T1}, caps=hosts.MBPS,
+        snapshot=f.snap(f.group(f.LV1, [101, 102], {
+            'L3': {0: 0x400, 1: 0x400}, 'MB': {0: 810, 1: 810}})),
+        expected=[])),
+    ('mbps_drift_still_repaired', dict(
+        instances=[f.inst(bw=f.mbps(505))], threads={f.U1: T1},
+        caps=hosts.MBPS,
+        snapshot=f.snap(f.group(f.I1, [101, 102], f.sch(520)),
+                        root={'L3': {0: 0x7ff, 1: 0x7ff},
+                              'MB': {0: 2 ** 32 - 1, 1: 2 ** 32 - 1}}),
+        expected=[m.WriteSchemata(f.I1, 'MB:0=505;1=505\n')])),
     ('libvirt_allocation_converged', dict(
         instances=[f.inst(allocs=[f.alloc(bandwidth={0: 20, 1: 20})])],
         threads={f.U1: T1},
@@ -169,6 +190,20 @@ SCENARIOS = [
         window=frozenset(),
         expected=[m.RemoveMonGroup(MB10, f.M1)],
         reason=reconcile.R_ROTATED)),
+    ('rotated_out_mon_group_drains_before_removal', dict(
+        # Its RMID's occupancy is above the threshold: the threads go
+        # back to the control group, the group stays until it drains.
+        instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
+        snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10),
+                                {f.M1: [101, 102]})),
+        window=frozenset(), draining=frozenset([f.M1]),
+        expected=[_assign(MB10, [101, 102])],
+        reason=reconcile.R_ROTATED)),
+    ('stopped_instance_mon_group_drains', dict(
+        instances=[], threads={},
+        snapshot=f.snap(f.group(MB10, [], f.sch(10), {f.M1: []})),
+        draining=frozenset([f.M1]),
+        expected=[m.RemoveGroup(MB10)])),
     ('blocked_shared_group_not_created', dict(
         instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
         snapshot=f.snap(), blocked={MB10: 'no free CLOSID or RMID'},
@@ -185,7 +220,7 @@ SCENARIOS = [
         expected=[
             m.CreateGroup(MB20),
             m.WriteSchemata(MB20, 'L3:0=7ff;1=7ff\nMB:0=20;1=20\n'),
-            m.MoveMonGroup(f.M1, MB10, MB20),
+            m.MoveMonGroup(f.M1, MB10, MB20, (101, 102), uuid=f.U1),
             m.RemoveGroup(MB10)])),
     ('policy_removed_threads_back_to_root', dict(
         instances=[f.inst(monitor=False)], threads={f.U1: T1},
@@ -281,6 +316,7 @@ class TestPlan(testscenarios.WithScenarios, base.TestCase):
     settings = S
     window = None
     blocked = None
+    draining = ()
     warnings = 0
     needs_full = False
     reason = None
@@ -290,7 +326,7 @@ class TestPlan(testscenarios.WithScenarios, base.TestCase):
         instances = {i.uuid: i for i in self.instances}
         result = reconcile.plan(instances, self.threads, self.snapshot,
                                 self.caps, self.settings, self.window,
-                                self.blocked)
+                                self.blocked, self.draining)
         self.assertEqual(self.expected, result.actions)
         self.assertEqual(self.warnings, len(result.warnings),
                          result.warnings)
@@ -306,10 +342,11 @@ class TestPlan(testscenarios.WithScenarios, base.TestCase):
         instances = {i.uuid: i for i in self.instances}
         result = reconcile.plan(instances, self.threads, self.snapshot,
                                 self.caps, self.settings, self.window,
-                                self.blocked)
+                                self.blocked, self.draining)
         after = _apply(self.snapshot, result.actions)
         again = reconcile.plan(instances, self.threads, after, self.caps,
-                               self.settings, self.window, self.blocked)
+                               self.settings, self.window, self.blocked,
+                               self.draining)
         self.assertEqual([], again.actions)
 
 

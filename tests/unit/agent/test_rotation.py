@@ -64,8 +64,13 @@ class TestRotation(base.TestCase):
         rot = rotation.Rotation(60)
         first = rot.update(NAMES, 8, 0)
         second = rot.update(NAMES, 8, 60)
-        self.assertEqual(8, len(second))
         self.assertEqual(2, len(first - second))   # budget // 4
+        # Their RMIDs stay theirs until they drain.
+        self.assertEqual(6, len(second))
+        self.assertEqual(second, rot.update(NAMES, 8, 70, held=2))
+        third = rot.update(NAMES, 8, 80, held=0)
+        self.assertEqual(8, len(third))
+        self.assertEqual(2, len(third - second))
 
     def test_every_instance_gets_its_turn(self):
         rot = rotation.Rotation(60)
@@ -89,7 +94,9 @@ class TestRotation(base.TestCase):
         rest = [n for n in NAMES if n != gone]
         after = rot.update(rest, 4, 1)
         self.assertNotIn(gone, after)
-        self.assertEqual(4, len(after))
+        # Once its RMID has left limbo.
+        self.assertEqual(3, len(after))
+        self.assertEqual(4, len(rot.update(rest, 4, 30, held=0)))
 
     def test_budget_shrinks(self):
         rot = rotation.Rotation(60)
@@ -111,6 +118,114 @@ class TestRotation(base.TestCase):
         rot = rotation.Rotation(60)
         rot.update(NAMES[:3], 3, 0)
         self.assertNotIn('late', rot.admit('late', 3, 1))
-        rot.forget('u00')
-        self.assertIn('late', rot.admit('late', 3, 2))
+        rot.forget('u00', 2)
         self.assertNotIn('u00', rot.window)
+        # Its RMID is in limbo first.
+        self.assertNotIn('late', rot.admit('late', 3, 3))
+        self.assertIn('late', rot.admit('late', 3, 62))
+
+
+class KernelRMIDs(object):
+    """The kernel's RMID allocator with occupancy-driven limbo.
+
+    A removed group's RMID is free once its cache occupancy is below the
+    threshold (checked every second); mkdir takes a free RMID or fails
+    with EBUSY (some in limbo) or ENOSPC.
+    """
+
+    def __init__(self, num_rmids, used):
+        self.num_rmids = num_rmids
+        self.used = used
+        self.limbo = []         # when each drains
+
+    def free(self, now):
+        self.limbo = [t for t in self.limbo if t > now]
+        return self.num_rmids - self.used - len(self.limbo)
+
+    def mkdir(self, now):
+        if self.free(now) > 0:
+            self.used += 1
+            return 'ok'
+        return 'EBUSY' if self.limbo else 'ENOSPC'
+
+    def rmdir(self, now, drains_at):
+        self.used -= 1
+        self.limbo.append(max(drains_at, now + 1))
+
+
+class TestLimbo(base.TestCase):
+    """Rotation never takes the RMIDs kept for control groups."""
+
+    def run_host(self, drain, seconds=3600, tick=10):
+        """An agent rotating 60 instances; occupancy takes ``drain`` s.
+
+        It keeps a group that left the window until its occupancy reads
+        below the threshold, as the agent does, then removes it.
+        """
+        # 32 RMIDs, 8 CLOSIDs; 3 control groups exist besides the default.
+        num_rmids, num_closids, ctrl = 32, 8, 3
+        reserve = num_closids - 1 - ctrl
+        budget = num_rmids - num_closids
+        kernel = KernelRMIDs(num_rmids, 1 + ctrl)
+        rot = rotation.Rotation(60)
+        names = ['u%02d' % i for i in range(60)]
+        window = frozenset()
+        held = {}               # uuid -> when its threads left
+        low_free = num_rmids
+        seen = set()
+        for now in range(0, seconds, tick):
+            new = rot.update(names, budget, now, held=len(held))
+            for uuid in window - new:
+                held[uuid] = now
+            for uuid, left in list(held.items()):
+                if uuid in new:
+                    del held[uuid]          # back before it drained
+                elif now - left >= drain:   # occupancy below threshold
+                    kernel.rmdir(now, now + 1)
+                    del held[uuid]
+            for uuid in sorted(new - window - set(held)):
+                answer = kernel.mkdir(now)
+                self.assertEqual('ok', answer, 'at %ds' % now)
+            window = frozenset(new)
+            seen |= window
+            low_free = min(low_free, kernel.free(now))
+        return low_free, reserve, seen, names, rot
+
+    def test_slow_limbo_never_eats_the_reserve(self):
+        for drain in (0, 5, 60, 90, 300, 900):
+            low_free, reserve, seen, names, _rot = self.run_host(drain)
+            # A control group (a <cachetune> at boot) always finds one.
+            self.assertGreaterEqual(low_free, reserve, 'drain %s' % drain)
+            # And monitoring still goes round.
+            self.assertEqual(set(names), seen, 'drain %s' % drain)
+
+    def test_released_rmids_count_until_drained(self):
+        rot = rotation.Rotation(60)
+        names = ['u%d' % i for i in range(6)]
+        self.assertEqual(4, len(rot.update(names, 4, 0)))
+        rot.forget('u0', 1)
+        rot.released(1, 2)      # libvirt removed two groups
+        self.assertEqual(3, len(rot.update(names[1:4], 4, 2)))
+        self.assertEqual(3, rot.in_limbo(2))
+        self.assertNotIn('x', rot.admit('x', 4, 3))
+        self.assertEqual(0, rot.in_limbo(61))
+        self.assertIn('x', rot.admit('x', 4, 61))
+
+    def test_ebusy_slows_the_pace(self):
+        rot = rotation.Rotation(60)
+        rot.update(['a', 'b'], 4, 0)
+        rot.forget('a', 10)
+        self.assertEqual(1, rot.in_limbo(69))
+        rot.busy(70)
+        self.assertEqual(120, rot.drain_time)
+        self.assertEqual(1, rot.in_limbo(100))
+        self.assertEqual(0, rot.in_limbo(200))
+        # A long quiet spell brings it back down.
+        rot.update(['b'], 4, 70 + 4 * 120)
+        self.assertEqual(60, rot.drain_time)
+
+    def test_restart_adopts_existing_groups(self):
+        rot = rotation.Rotation(60)
+        rot.adopt({'u2', 'u3'}, 2, 0)
+        self.assertEqual({'u2', 'u3'}, set(rot.update(
+            ['u1', 'u2', 'u3'], 2, 0)))

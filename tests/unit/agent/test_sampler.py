@@ -128,6 +128,35 @@ class TestRateTracker(base.TestCase):
         rates, = self.feed(reading(1, 100))
         self.assertEqual(sampler.R_FIRST, rates.reason)
 
+    def test_amd_reset_jump_is_a_reset_not_a_rate(self):
+        # AMD without counter assignment: the hardware resets the counter,
+        # reads say Unavailable, then the kernel adds a 44-bit wrap.
+        tracker = sampler.RateTracker(ceiling=400e9)
+        jump = 2 ** 44 * 64
+        out = [tracker.update('i', r) for r in (
+            reading(0, 1000), reading(10, 'Unavailable'),
+            reading(20, 1000 + jump + 50000),
+            reading(30, 1000 + jump + 150000))]
+        self.assertEqual('Unavailable', out[1].reason)
+        self.assertIsNone(out[2].mbm_total_bps)
+        self.assertEqual(sampler.R_JUMP, out[2].reason)
+        # Resynchronised: the next interval is a normal rate again.
+        self.assertEqual(2 * 100000 / 10.0, out[3].mbm_total_bps)
+        self.assertEqual(4, tracker.jumps)       # two events, two domains
+
+    def test_no_rate_above_the_ceiling(self):
+        tracker = sampler.RateTracker(ceiling=1000.0)
+        out = [tracker.update('i', r) for r in (
+            reading(0, 0), reading(1, [400, 400]), reading(2, [1000, 1000]),
+            reading(3, [3000, 1100]))]
+        self.assertEqual(800.0, out[1].mbm_total_bps)
+        # 600 + 600 per domain is plausible, their sum is not.
+        self.assertIsNone(out[2].mbm_total_bps)
+        self.assertIsNone(out[3].mbm_total_bps)
+        for rates in out:
+            for value in (rates.mbm_total_bps, rates.mbm_local_bps):
+                self.assertTrue(value is None or value <= 1000.0)
+
     def test_host_totals(self):
         totals = sampler.host_totals([
             sampler.Rates(10.0, 5.0, 100),

@@ -38,7 +38,8 @@ def _as_libvirt_sees_it(caps):
                                   min_cbm_bits=max(res.min_cbm_bits, 1))
         for name, res in caps.caches.items()}
     membw = {
-        name: dataclasses.replace(res, thread_throttle_mode=None)
+        name: dataclasses.replace(res, thread_throttle_mode=None,
+                                  max_value=0)
         for name, res in caps.membw.items() if name == 'MB'}
     return info.HostCapabilities(caches=caches, membw=membw,
                                  monitor=caps.monitor)

@@ -353,6 +353,13 @@ class TestErrors(ResctrlTestCase):
                                     self.rc.write_mode, 'batch', 'exclusive')
         self.assertEqual(status, exc.status)
 
+    def test_mode_written_with_its_newline(self):
+        # The kernel answers EINVAL to a mode without the newline.
+        with self._refuse(errno.EINVAL, '',
+                          when=lambda data: not data.endswith(b'\n')):
+            self.rc.write_mode('batch', 'exclusive')
+        self.assertEqual('exclusive\n', self.tree.read('batch', 'mode'))
+
     def test_exited_threads_are_not_errors(self):
         with self._refuse(errno.ESRCH, 'No task 7002',
                           when=lambda data: data == b'7002\n'):
@@ -407,6 +414,16 @@ class TestErrors(ResctrlTestCase):
                                     self.rc.move_mon_group, variants.MON_B,
                                     variants.SHARED, None)
         self.assertIn('Group busy', str(exc))
+
+    def test_rename_refused_by_kernels_before_6_5(self):
+        # kernfs answers EPERM without touching last_cmd_status.
+        self.tree.write('Group busy\n', 'info', 'last_cmd_status')
+        with mock.patch.object(fs.os, 'rename',
+                               side_effect=OSError(errno.EPERM, 'x')):
+            exc = self.assertRaises(exception.RenameRefused,
+                                    self.rc.move_mon_group, variants.MON_B,
+                                    variants.SHARED, None)
+        self.assertNotIn('Group busy', str(exc))
 
     def test_open_refused(self):
         with mock.patch.object(fs.os, 'open',

@@ -124,6 +124,17 @@ class TestHostCapabilities(base.TestCase):
 
 class TestParse(base.TestCase):
 
+    def test_amd_unlimited_value_from_the_hardware(self):
+        # 1 << bw_len from CPUID: the root group holds it from the mount.
+        amd = {'MB/min_bandwidth': '0', 'MB/num_closids': '16',
+               'MB/bandwidth_gran': '1'}
+        for root, expected in (('MB:0=4096;1=4096', 4096),
+                               ('MB:0=2048;1=2048', 2048),
+                               ('MB:0=1000;1=4096', 4096),
+                               ('MB:0=1500;1=1500', 2048)):
+            caps = info.parse(amd, root_schemata=root)
+            self.assertEqual(expected, caps.mb.max_bandwidth, root)
+
     INFO = {'L3/cbm_mask': '7ff', 'L3/min_cbm_bits': '1',
             'L3/num_closids': '16', 'L3/shareable_bits': '0',
             'MB/min_bandwidth': '10', 'MB/bandwidth_gran': '10',

@@ -77,6 +77,13 @@ class TestParse(base.TestCase):
         ('L3:0=7ff\nL3:1=7ff', 'appears twice'),
     ]
 
+    def test_pseudo_locksetup_group(self):
+        # Until its region is locked, such a group shows no values.
+        self.assertEqual({}, schemata.parse('L3:uninitialized\n'
+                                            'MB:uninitialized\n'))
+        self.assertEqual({'L3': {0: 0xf0}}, schemata.parse(
+            'L3:0=f0\nMB:uninitialized\n'))
+
     def test_bad_input(self):
         for text, reason in self.BAD:
             exc = self.assertRaises(exception.InvalidSchemata,

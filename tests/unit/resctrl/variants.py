@@ -62,11 +62,11 @@ def _l3(name='L3', closids=16, mask=0x7ff, way=REF_WAY, doms=(0, 1),
 
 
 def _mb(name='MB', unit=info.UNIT_PERCENT, closids=8, min_bw=10, gran=10,
-        linear=True, mode='max', doms=(0, 1)):
+        linear=True, mode='max', doms=(0, 1), max_value=0):
     return info.MemBwResource(
         name=name, num_closids=closids, min_bandwidth=min_bw,
         bandwidth_gran=gran, delay_linear=linear, thread_throttle_mode=mode,
-        unit=unit, domain_ids=doms)
+        unit=unit, domain_ids=doms, max_value=max_value)
 
 
 def _mon(rmids=192, doms=(0, 1), features=ALL_EVENTS):
@@ -77,7 +77,7 @@ def _mon(rmids=192, doms=(0, 1), features=ALL_EVENTS):
 
 AMD_DOMS = (0, 2, 4, 6)
 _AMD_BW = dict(unit=info.UNIT_AMD, closids=16, min_bw=0, gran=1,
-               linear=False, mode=None, doms=AMD_DOMS)
+               linear=False, mode=None, doms=AMD_DOMS, max_value=2048)
 
 #: The capabilities each fixture tree must yield.
 CAPABILITIES = {

@@ -67,6 +67,21 @@ class TestPrometheus(base.TestCase):
                      'rdt_virt_agent_tick_cpu_seconds 0.004'):
             self.assertIn(line, text)
 
+    def test_ceiling_and_counter_assignment(self):
+        self.doc['host'].update(bandwidth_ceiling_bps=4.0e11,
+                                counter_resets=2, mbm_counters_total=32,
+                                mbm_counters_available=0,
+                                counter_coverage=0.4)
+        text = self.text()
+        for line in (
+                'rdt_virt_host_memory_bandwidth_ceiling_bytes_per_second '
+                '4e+11',
+                'rdt_virt_host_mbm_counter_resets 2.0',
+                'rdt_virt_host_mbm_counters 32.0',
+                'rdt_virt_host_mbm_counters_available 0.0',
+                'rdt_virt_host_mbm_counter_coverage_ratio 0.4'):
+            self.assertIn(line, text)
+
     def test_no_document_yet(self):
         self.assertIn('rdt_virt_instance_monitored', self.text(doc={}))
 
