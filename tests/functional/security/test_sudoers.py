@@ -162,7 +162,7 @@ class TestSudoersRule(base.TestCase):
                if line.startswith('CMD ')][0].split(' ')
         self.assertEqual(['sudo', 'privsep-helper'] + GOOD[:4], cmd[:6])
         self.assertEqual(cmd[2:], [line[4:] for line in out.splitlines()
-                               if line.startswith('ARG ')])
+                                   if line.startswith('ARG ')])
 
     def test_real_daemon_does_privileged_work(self):
         # The real privsep-helper: the agent's user starts the daemon
