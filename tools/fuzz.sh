@@ -61,12 +61,23 @@ for t in "${targets[@]}"; do
         summary+=("$t: $last")
     fi
     if $merge && [ "$rc" -eq 0 ]; then
+        # The merge re-runs argv[0]: a script that runs this target.
+        self=".fuzz/run-$t"
+        printf '#!/bin/sh\ncd %q && exec %q -m tests.fuzz.run %q "$@"\n' \
+            "$PWD" "$py" "$t" >"$self"
+        chmod +x "$self"
         rm -rf ".fuzz/$t.merged"
         mkdir ".fuzz/$t.merged"
-        "$py" -m tests.fuzz.run "$t" -merge=1 ".fuzz/$t.merged" \
-            "tests/fuzz/corpus/$t" ".fuzz/$t" >>"$log" 2>&1
-        rm -rf "tests/fuzz/corpus/$t"
-        mv ".fuzz/$t.merged" "tests/fuzz/corpus/$t"
+        RDT_VIRT_FUZZ_ARGV0="$PWD/$self" "$py" -m tests.fuzz.run "$t" \
+            -merge=1 ".fuzz/$t.merged" "tests/fuzz/corpus/$t" ".fuzz/$t" \
+            >>"$log" 2>&1
+        if [ -n "$(ls -A ".fuzz/$t.merged")" ]; then
+            rm -rf "tests/fuzz/corpus/$t"
+            mv ".fuzz/$t.merged" "tests/fuzz/corpus/$t"
+        else
+            echo "merge of $t produced nothing; corpus kept (see $log)"
+            status=1
+        fi
     fi
 done
 

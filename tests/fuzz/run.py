@@ -28,6 +28,7 @@ in the working directory (``-artifact_prefix=`` moves it): copy it to
 ``tests/fuzz/crashers/TARGET/`` once fixed, so the unit tests replay it.
 """
 
+import os
 import sys
 
 
@@ -50,6 +51,9 @@ def main(argv=None):
 
     if not any(a.startswith('-max_len=') for a in argv):
         argv.insert(1, '-max_len=%d' % target.max_len)
+    # libFuzzer's -merge re-runs argv[0] with the options: an executable
+    # that runs this target (tools/fuzz.sh writes one) must stand there.
+    argv[0] = os.environ.get('RDT_VIRT_FUZZ_ARGV0', argv[0])
     atheris.Setup(argv, one_input)
     atheris.Fuzz()
 
