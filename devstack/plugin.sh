@@ -31,9 +31,10 @@ function install_rdt_virt {
     fi
 }
 
+# $1: "-ro" for libvirt's read-only socket (the agent's).
 function rdt_virt_libvirt_uri {
     if [[ "$RDT_VIRT_EMULATE" == "True" ]]; then
-        echo "qemu:///system?socket=$RDT_VIRT_SANDBOX_DIR/private/run/libvirt/libvirt-sock"
+        echo "qemu:///system?socket=$RDT_VIRT_SANDBOX_DIR/private/run/libvirt/libvirt-sock${1:-}"
     else
         echo "qemu:///system"
     fi
@@ -99,7 +100,12 @@ function configure_rdt_virt_agent {
     cp "$RDT_VIRT_DIR/etc/rdt-virt/rdt-virt.conf.sample" "$RDT_VIRT_CONF"
     iniset "$RDT_VIRT_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
     configure_rdt_group "$RDT_VIRT_CONF"
-    iniset "$RDT_VIRT_CONF" rdt_agent libvirt_uri "$(rdt_virt_libvirt_uri)"
+    # The agent runs as $STACK_USER with a read-only libvirt connection;
+    # its only privilege is the privsep daemon that sudo starts.
+    iniset "$RDT_VIRT_CONF" rdt_agent libvirt_uri "$(rdt_virt_libvirt_uri -ro)"
+    iniset "$RDT_VIRT_CONF" rdt_virt_privsep helper_command \
+        "sudo $NOVA_BIN_DIR/privsep-helper --config-file $RDT_VIRT_CONF"
+    sudo install -d -o "$STACK_USER" -m 0755 "$(dirname "$RDT_VIRT_STATE_FILE")"
     if [[ "$RDT_VIRT_EMULATE" == "True" ]]; then
         iniset "$RDT_VIRT_CONF" rdt_agent qemu_pid_dir \
             "$RDT_VIRT_SANDBOX_DIR/private/run/libvirt/qemu"
@@ -149,7 +155,7 @@ function start_rdt_virt_sandbox {
 
 function start_rdt_virt_agent {
     # run_process does nothing unless the service is enabled.
-    run_process rdt-virt-agent "$NOVA_BIN_DIR/rdt-virt-agent --config-file $RDT_VIRT_CONF" "" root
+    run_process rdt-virt-agent "$NOVA_BIN_DIR/rdt-virt-agent --config-file $RDT_VIRT_CONF"
 }
 
 function stop_rdt_virt {

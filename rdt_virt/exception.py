@@ -154,6 +154,14 @@ class InvalidXML(RDTVirtException):
     msg_fmt = _("invalid %(what)s XML: %(reason)s")
 
 
+# Host state file ------------------------------------------------------------
+
+class InvalidStateFile(RDTVirtException):
+    """The agent's state document cannot be trusted as a whole."""
+
+    msg_fmt = _("invalid rdt-virt state document: %(reason)s")
+
+
 # Configuration --------------------------------------------------------------
 
 class InvalidConfig(RDTVirtException):

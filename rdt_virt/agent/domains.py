@@ -12,9 +12,10 @@
 
 """The domains Nova owns, from libvirt, with their events.
 
-:class:`LibvirtSource` keeps one connection to libvirtd and turns lifecycle,
-metadata and device events into :class:`Event` objects on a queue that the
-agent's loop drains (the fast path). A domain's XML is parsed once and
+:class:`LibvirtSource` keeps one read-only connection to libvirtd (the
+agent never changes a domain) and turns lifecycle, metadata and device
+events into :class:`Event` objects on a queue that the agent's loop drains
+(the fast path). A domain's XML is parsed once and
 cached until an event says it changed, its domain id changes (it was
 restarted) or ``[rdt_agent] domain_refresh_interval`` passes, so a tick
 costs one ``listAllDomains`` call rather than one XML per domain.
@@ -121,7 +122,10 @@ class LibvirtSource(object):
         import libvirt
 
         _start_event_loop(libvirt)
-        conn = libvirt.open(self.uri)
+        # The agent only reads domains and receives their events: a
+        # read-only connection needs no membership of the libvirt group
+        # (root-equivalent), only the world-accessible read-only socket.
+        conn = libvirt.openReadOnly(self.uri)
         try:
             conn.registerCloseCallback(self._on_close, None)
             conn.domainEventRegisterAny(

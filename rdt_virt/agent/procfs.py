@@ -31,8 +31,22 @@ import re
 
 from rdt_virt.agent import model
 
-_VCPU = re.compile(r'^CPU (\d+)/KVM$')
-_VHOST = re.compile(r'^vhost-(\d+)$')
+_VCPU = re.compile(r'CPU ([0-9]+)/KVM')
+_VHOST = re.compile(r'vhost-([0-9]+)')
+
+
+def vcpu_of(comm):
+    """The vCPU index QEMU named a thread after (``CPU 3/KVM``), or None.
+
+    ``comm`` is the text of ``/proc/<pid>/task/<tid>/comm``: at most 15
+    characters the guest's owner may influence (QEMU names its own threads,
+    but any thread can rename itself), so anything else is simply not a
+    vCPU.
+    """
+    match = _VCPU.fullmatch(comm.strip())
+    if not match or len(match.group(1)) > 5:
+        return None
+    return int(match.group(1))
 
 
 def _read(path, binary=False):
@@ -126,8 +140,7 @@ class ProcFS(object):
             comm = _read(os.path.join(task_dir, str(tid), 'comm'))
             if comm is None:
                 continue
-            match = _VCPU.match(comm.strip())
-            known[tid] = int(match.group(1)) if match else None
+            known[tid] = vcpu_of(comm)
         vcpus = {}
         others = []
         for tid, vcpu in known.items():
@@ -154,7 +167,7 @@ class ProcFS(object):
             if not entry.isdigit():
                 continue
             comm = _read(os.path.join(self.proc_root, entry, 'comm'))
-            match = _VHOST.match(comm.strip()) if comm else None
+            match = _VHOST.fullmatch(comm.strip()) if comm else None
             if match:
                 found.setdefault(int(match.group(1)), []).append(int(entry))
         return found

@@ -42,14 +42,38 @@ Document (JSON)::
 Rates are bytes per second over the last interval; null means no value
 (not monitored, counter unavailable, first sample, rotated out), and
 ``reason`` says which.
+
+Who writes it and what readers trust: only the agent's user can write the
+file (its directory, ``/run/rdt-virt``, belongs to that user; the file is
+mode 0644). Readers (nova-compute, the Ceilometer pollsters, the CLI) still
+treat it as outside input: :func:`read` opens only a regular file that is
+not a symlink, not writable by group or others, and at most
+:data:`MAX_BYTES`, without blocking (a FIFO cannot hang a reader), and
+:func:`parse` checks the document. A document whose shape is wrong (not
+JSON, truncated, wrong version, no valid ``time``) is refused as a whole:
+the reader acts as if the agent published nothing. Within a valid
+document, an instance entry that is not an object is dropped, a number
+that is not finite and non-negative becomes null, and a text field that is
+not text becomes null, so one bad value never hides the others.
 """
 
 import json
+import math
 import os
+import stat
 import tempfile
 import time
 
+from rdt_virt import exception
+
 VERSION = 1
+# Far more than 10,000 instances take (about 600 bytes each).
+MAX_BYTES = 32 * 1024 * 1024
+_NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
+            'rmids_total', 'rmids_used', 'closids_total', 'closids_used',
+            'mon_budget', 'monitored', 'instances', 'coverage',
+            'mon_coverage')
+_TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason')
 
 
 def write(path, doc):
@@ -73,21 +97,107 @@ def write(path, doc):
         raise
 
 
+def _number(value):
+    """A finite non-negative number, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return value
+
+
+def _no_constant(name):
+    raise ValueError('%s is not a number' % name)
+
+
+def _clean_numbers(entry):
+    for key in _NUMBERS:
+        if key in entry:
+            entry[key] = _number(entry[key])
+
+
+def parse(text):
+    """Parse and check the text of a state document.
+
+    :returns: the document, with bad values replaced as the module says.
+    :raises: InvalidStateFile when it cannot be trusted as a whole.
+    """
+    if len(text) > MAX_BYTES:
+        raise exception.InvalidStateFile(reason='larger than %d bytes'
+                                         % MAX_BYTES)
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise exception.InvalidStateFile(reason='not JSON: %s' % e)
+    if not isinstance(doc, dict):
+        raise exception.InvalidStateFile(reason='not a JSON object')
+    version = doc.get('version')
+    if isinstance(version, bool) or version != VERSION:
+        raise exception.InvalidStateFile(reason='version %r, not %d'
+                                         % (version, VERSION))
+    if _number(doc.get('time')) is None:
+        raise exception.InvalidStateFile(reason='no valid time')
+    if 'interval' in doc and _number(doc['interval']) is None:
+        raise exception.InvalidStateFile(reason='invalid interval')
+    host = doc.setdefault('host', {}) if 'host' in doc else {}
+    if not isinstance(host, dict):
+        raise exception.InvalidStateFile(reason='host is not an object')
+    _clean_numbers(host)
+    if 'instances' not in doc:
+        return doc
+    instances = doc['instances']
+    if not isinstance(instances, dict):
+        raise exception.InvalidStateFile(reason='instances is not an '
+                                         'object')
+    clean = {}
+    for uuid, entry in instances.items():
+        if not isinstance(entry, dict):
+            continue
+        entry = dict(entry)
+        _clean_numbers(entry)
+        for key in _TEXTS:
+            if key in entry and not isinstance(entry[key], str):
+                entry[key] = None
+        if not isinstance(entry.get('policy', {}), dict):
+            entry['policy'] = {}
+        clean[uuid] = entry
+    doc['instances'] = clean
+    return doc
+
+
+def _read_text(path):
+    # O_NONBLOCK: opening a FIFO put in the file's place must not block;
+    # O_NOFOLLOW: the agent replaces the file, never a link.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW |
+                 os.O_CLOEXEC)
+    with os.fdopen(fd, 'rb') as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise exception.InvalidStateFile(reason='%s is not a regular '
+                                             'file' % path)
+        if st.st_mode & 0o022:
+            raise exception.InvalidStateFile(
+                reason='%s is writable by group or others (mode %o)'
+                % (path, stat.S_IMODE(st.st_mode)))
+        data = f.read(MAX_BYTES + 1)
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError:
+        raise exception.InvalidStateFile(reason='not UTF-8')
+
+
 def read(path, max_age=None, now=None):
-    """Read the state document, or None if absent, unreadable or stale.
+    """Read the state document, or None if absent, invalid or stale.
 
     :param max_age: seconds after which the document counts as stale
         (an agent that stopped publishing must not steer the scheduler).
     """
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get('version') != VERSION:
+        doc = parse(_read_text(path))
+    except (OSError, exception.InvalidStateFile):
         return None
     if max_age is not None:
         now = time.time() if now is None else now
-        if now - float(doc.get('time', 0)) > max_age:
+        if now - doc['time'] > max_age:
             return None
     return doc

@@ -37,6 +37,7 @@ from rdt_virt.agent import executor
 from rdt_virt.agent import procfs
 from rdt_virt.agent import service
 from rdt_virt import conf as rdt_conf
+from rdt_virt import exception
 from rdt_virt import privsep
 from rdt_virt.resctrl import fs
 
@@ -77,10 +78,22 @@ def start_prometheus(agent, conf=CONF):
     def totals():
         return dict(agent.totals, tick_cpu=agent.last_tick.cpu)
 
-    server = prometheus.serve(opts.prometheus_host, opts.prometheus_port,
-                              lambda: agent.last_doc, totals)
-    LOG.info('Serving Prometheus metrics on %s:%d', opts.prometheus_host,
-             opts.prometheus_port)
+    try:
+        server = prometheus.serve(
+            opts.prometheus_host, opts.prometheus_port,
+            lambda: agent.last_doc, totals,
+            instance_names=opts.prometheus_instance_names,
+            group_prefix=conf.rdt.group_prefix,
+            certfile=opts.prometheus_tls_cert,
+            keyfile=opts.prometheus_tls_key,
+            client_cafile=opts.prometheus_tls_client_ca)
+    except exception.InvalidConfig as e:
+        # Metrics are not worth stopping the agent's real work for.
+        LOG.error('Not serving Prometheus metrics: %s', e)
+        return None
+    LOG.info('Serving Prometheus metrics on %s:%d%s', opts.prometheus_host,
+             opts.prometheus_port,
+             ' (TLS)' if opts.prometheus_tls_cert else '')
     return server
 
 

@@ -184,7 +184,14 @@ lost (for example when libvirtd restarts).
         default='127.0.0.1',
         help=_("""
 Address the Prometheus endpoint listens on. The default serves only local
-scrapers; use an address reachable by Prometheus to expose the metrics.
+scrapers (for example a node exporter's or an agent's local scrape). Any
+other address, all interfaces included, needs TLS: the agent refuses to
+serve the metrics in clear text beyond loopback.
+
+Related options:
+
+* ``prometheus_tls_cert``, ``prometheus_tls_key``,
+  ``prometheus_tls_client_ca``
 """)),
     cfg.PortOpt(
         'prometheus_port',
@@ -195,6 +202,34 @@ TCP port of the Prometheus endpoint; 0 disables it.
 Related options:
 
 * ``prometheus_host``
+""")),
+    cfg.StrOpt(
+        'prometheus_tls_cert',
+        help=_("""
+PEM certificate (chain) of the Prometheus endpoint. With
+``prometheus_tls_key`` it makes the endpoint serve HTTPS, which any
+``prometheus_host`` other than a loopback address requires.
+""")),
+    cfg.StrOpt(
+        'prometheus_tls_key',
+        help=_("""
+PEM private key of ``prometheus_tls_cert``.
+""")),
+    cfg.StrOpt(
+        'prometheus_tls_client_ca',
+        help=_("""
+PEM bundle of the certificate authorities whose client certificates may
+scrape the endpoint. When set, a scraper must present one (mutual TLS);
+when unset, any client that reaches the address may scrape.
+""")),
+    cfg.BoolOpt(
+        'prometheus_instance_names',
+        default=False,
+        help=_("""
+Label the per-instance metrics with the libvirt domain name (``domain``
+label) and the name of libvirt's per-instance group. Off by default: the
+metrics name an instance only by its UUID, and libvirt's groups (whose
+names contain the domain name) appear as ``group="libvirt"``.
 """)),
 ]
 

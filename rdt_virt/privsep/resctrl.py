@@ -25,7 +25,13 @@ caller:
   remount); it may only remove its own;
 * monitoring groups must be its own; their parent may be any of the above
   or the default group (``None``);
-* thread ids are positive integers, schemata text must parse.
+* thread ids are positive integers, schemata text must parse and be
+  printable ASCII lines (what Python and the kernel split alike);
+* every path the call touches, and the directory it creates in, must
+  resolve below the resctrl root (a symlink out of it is refused; the
+  real resctrl has none, but the root is configurable);
+* lists and texts have size limits (:data:`MAX_TIDS`,
+  :data:`MAX_SCHEMATA`, 255 characters per name).
 
 Bad arguments raise ValueError. The kernel's refusals do not raise: each
 entrypoint returns ``{'ok': bool, 'error': code, 'message': text}`` with a
@@ -35,6 +41,7 @@ channel.
 
 import errno
 import os
+import re
 
 from oslo_config import cfg
 
@@ -62,6 +69,11 @@ MAX_TID = 2 ** 22          # the kernel's largest pid_max
 MAX_SCHEMATA = 8192
 # kernfs takes at most one page per write (E2BIG beyond).
 MAX_WRITE = 4000
+# Printable ASCII and newlines only: str.splitlines() also breaks at
+# \x1c-\x1e, \x85 and \u2028, where the kernel, splitting at '\n' only,
+# would see one line; what is checked must be what the kernel parses.
+_SCHEMATA_TEXT = re.compile(r'[\x20-\x7e\t\n]*')
+_RESOURCE = re.compile(r'[A-Z][A-Z0-9_]*')
 
 
 # Whether the kernel takes several thread ids per write: None until seen.
@@ -145,12 +157,14 @@ def check_schemata(text):
             len(text) > MAX_SCHEMATA):
         raise ValueError('schemata must be non-empty text of at most %d '
                          'characters' % MAX_SCHEMATA)
+    if not _SCHEMATA_TEXT.fullmatch(text):
+        raise ValueError('schemata must be printable ASCII lines')
     try:
         parsed = schemata_mod.parse(text)
     except exception.InvalidSchemata as e:
         raise ValueError(str(e))
     for res in parsed:
-        if not res.isalnum() or not res.isupper():
+        if not _RESOURCE.fullmatch(res):
             raise ValueError('invalid resource name %r' % res)
     return text
 
@@ -200,7 +214,7 @@ def create_group(name):
     """mkdir control group ``name`` (rdt-virt's or libvirt's)."""
     check_control_group(name)
     rc = _resctrl()
-    check_path(rc, os.path.dirname(rc.path(name)))
+    check_path(rc, rc.path(name))
     return _run(rc.create_group, name, True)
 
 
@@ -219,7 +233,7 @@ def create_mon_group(group, name):
     check_control_group(group, allow_root=True)
     check_mon_group(name)
     rc = _resctrl()
-    check_path(rc, rc.path(group))
+    check_path(rc, rc.path(group, name))
     return _run(rc.create_mon_group, name, group, True)
 
 
@@ -241,7 +255,7 @@ def move_mon_group(name, group, new_group):
     check_control_group(new_group, allow_root=True)
     rc = _resctrl()
     check_path(rc, rc.path(group, name))
-    check_path(rc, rc.path(new_group))
+    check_path(rc, rc.path(new_group, name))
     return _run(rc.move_mon_group, name, group, new_group, True)
 
 

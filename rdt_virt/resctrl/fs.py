@@ -88,15 +88,70 @@ def validate_group_name(name):
         raise exception.InvalidGroupName(name=name, reason='reserved name')
 
 
+# Above any kernel's NR_CPUS (8192 on x86): a list naming more is garbage,
+# and expanding it could take all memory.
+MAX_CPUS = 65536
+
+
 def parse_cpu_list(text):
-    """Parse ``0-3,8`` into a set of CPU numbers."""
+    """Parse ``0-3,8`` into a set of CPU numbers.
+
+    :raises: ValueError for anything else, including CPU numbers of
+        :data:`MAX_CPUS` or more and ranges that run backwards.
+    """
     cpus = set()
     for part in text.strip().split(','):
         if not part:
             continue
         first, _sep, last = part.partition('-')
-        cpus.update(range(int(first), int(last or first) + 1))
+        first, last = _cpu(first), _cpu(last or first)
+        if last < first:
+            raise ValueError('CPU range %r runs backwards' % part)
+        cpus.update(range(first, last + 1))
     return cpus
+
+
+def _cpu(text):
+    text = text.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 5 or (
+            int(text) >= MAX_CPUS):
+        raise ValueError('invalid CPU number %r' % text)
+    return int(text)
+
+
+def parse_tasks(text):
+    """Thread ids of a ``tasks`` file, one per line.
+
+    :raises: ValueError for anything but positive decimal thread ids.
+    """
+    tids = []
+    for word in text.split():
+        if not word.isascii() or not word.isdigit() or len(word) > 10:
+            raise ValueError('invalid thread id %r' % word[:20])
+        tids.append(int(word))
+    return tids
+
+
+def parse_mount_options(mountinfo, root):
+    """Options of the mount at ``root`` in ``/proc/self/mountinfo`` text.
+
+    Both the per-mount and the superblock options (``cdp``, ``mba_MBps``,
+    ...); the last mount on ``root`` counts (later lines are mounts
+    stacked on top). Lines that are not mountinfo lines are skipped.
+    """
+    options = frozenset()
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 10 or '-' not in fields[6:]:
+            continue
+        if _unescape_mountinfo(fields[4]) != root:
+            continue
+        sep = fields.index('-', 6)
+        if len(fields) < sep + 4:
+            continue
+        options = frozenset(fields[5].split(',') +
+                            fields[sep + 3].split(','))
+    return options
 
 
 def format_cpu_list(cpus):
@@ -116,10 +171,11 @@ def parse_mon_value(text):
     text = text.strip()
     if text in SENTINELS:
         return MonValue(None, text)
-    try:
+    # An unsigned 64-bit decimal: int() alone would also take signs,
+    # underscores and non-ASCII digits.
+    if text.isascii() and text.isdigit() and len(text) <= 20:
         return MonValue(int(text), None)
-    except ValueError:
-        return MonValue(None, 'unparsable %r' % text)
+    return MonValue(None, 'unparsable %r' % text[:40])
 
 
 def _subdirs(path):
@@ -264,22 +320,10 @@ class Resctrl(object):
         """
         try:
             with open(self._mountinfo) as f:
-                lines = f.readlines()
+                text = f.read()
         except OSError:
             return frozenset()
-        root = os.path.realpath(self.root)
-        options = frozenset()
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 10 or '-' not in fields:
-                continue
-            if _unescape_mountinfo(fields[4]) != root:
-                continue
-            sep = fields.index('-')
-            # Later lines are mounts stacked on top; the last one counts.
-            options = frozenset(fields[5].split(',') +
-                                fields[sep + 3].split(','))
-        return options
+        return parse_mount_options(text, os.path.realpath(self.root))
 
     def read_info(self):
         """``{'L3/cbm_mask': '7ff', ...}`` for every file under ``info/``."""
@@ -472,8 +516,7 @@ class Resctrl(object):
 
     def read_tasks(self, group=None, mon_group=None):
         """Thread ids in the group (or monitoring group)."""
-        text = self._read(self.path(group, mon_group, 'tasks'))
-        return [int(line) for line in text.split()]
+        return parse_tasks(self._read(self.path(group, mon_group, 'tasks')))
 
     def add_tasks(self, tids, group=None, mon_group=None):
         """Move threads into a group, one write per thread id.

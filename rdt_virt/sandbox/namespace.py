@@ -56,6 +56,13 @@ group = "root"
 namespaces = []
 '''
 
+LIBVIRTD_CONF = '''
+# Added by rdt-virt-sandbox: there is no D-Bus for polkit here. On a host
+# polkit's default policy lets any user use the read-only socket
+# (org.libvirt.unix.monitor); "none" does the same without it.
+auth_unix_ro = "none"
+'''
+
 
 def _run(*cmd):
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
@@ -111,6 +118,8 @@ def private_libvirt(paths):
             shutil.copy2(src, etc)
     with open(os.path.join(etc, 'qemu.conf'), 'a') as f:
         f.write(QEMU_CONF)
+    with open(os.path.join(etc, 'libvirtd.conf'), 'a') as f:
+        f.write(LIBVIRTD_CONF)
     for target in layout.PRIVATE_DIRS:
         src = paths.private(target)
         os.makedirs(src, exist_ok=True)

@@ -15,7 +15,8 @@
 A custom collector turns the latest host state document into metrics at
 scrape time, so the endpoint serves exactly what the state file says:
 
-Per instance (labels ``instance_uuid``, ``domain``, ``group``):
+Per instance (labels ``instance_uuid`` and ``group``; ``domain`` too with
+``[rdt_agent] prometheus_instance_names``):
 
 * ``rdt_virt_instance_memory_bandwidth_total_bytes_per_second``
 * ``rdt_virt_instance_memory_bandwidth_local_bytes_per_second``
@@ -31,8 +32,20 @@ Per host: the same three sums as ``rdt_virt_host_*``, plus
 ``rdt_virt_agent_errors_total``, ``rdt_virt_agent_tick_cpu_seconds``.
 
 Instances without a value are left out of a series rather than reported
-as 0. The endpoint listens on loopback unless configured otherwise.
+as 0.
+
+Exposure: the endpoint listens on loopback by default. Any other address
+needs TLS (certificate and key; a client CA makes it mutual TLS), so that
+metrics never leave the host in clear text and, with a client CA, only
+the configured scrapers read them. Unless instance names are enabled, the
+metrics name instances by UUID only: no ``domain`` label, and libvirt's
+per-instance groups (named after the domain) are labelled ``libvirt``.
 """
+
+import ipaddress
+import socket
+
+from rdt_virt import exception
 
 _INSTANCE = (
     ('mbm_total_bps', 'rdt_virt_instance_memory_bandwidth_total_bytes_per_'
@@ -72,7 +85,8 @@ _HOST = (
     ('counter_coverage', 'rdt_virt_host_mbm_counter_coverage_ratio',
      'Share of the monitored instances that have MBM counters now'),
 )
-LABELS = ['instance_uuid', 'domain', 'group']
+LABELS = ['instance_uuid', 'group']
+NAME_LABELS = ['instance_uuid', 'domain', 'group']
 
 
 class StateCollector(object):
@@ -81,11 +95,26 @@ class StateCollector(object):
     :param get_doc: returns the latest state document, or None.
     :param get_totals: returns the agent's counters (``ticks``,
         ``writes``, ``errors``, ``tick_cpu``), or None.
+    :param instance_names: add the ``domain`` label and name libvirt's
+        groups.
+    :param group_prefix: rdt-virt's group prefix (``[rdt] group_prefix``);
+        other groups are libvirt's.
     """
 
-    def __init__(self, get_doc, get_totals=None):
+    def __init__(self, get_doc, get_totals=None, instance_names=False,
+                 group_prefix='rdtvirt-'):
         self.get_doc = get_doc
         self.get_totals = get_totals
+        self.instance_names = instance_names
+        self.group_prefix = group_prefix
+
+    def _labels(self, uuid, inst):
+        group = inst.get('group') or ''
+        if self.instance_names:
+            return [uuid, inst.get('name') or '', group]
+        if group and not group.startswith(self.group_prefix):
+            group = 'libvirt'
+        return [uuid, group]
 
     def describe(self):
         # Metrics depend on the document; let the registry call collect().
@@ -95,16 +124,17 @@ class StateCollector(object):
         from prometheus_client import core
 
         doc = self.get_doc() or {}
+        label_names = NAME_LABELS if self.instance_names else LABELS
         families = {}
         for field, name, doc_text in _INSTANCE:
             families[field] = core.GaugeMetricFamily(name, doc_text,
-                                                     labels=LABELS)
+                                                     labels=label_names)
         monitored = core.GaugeMetricFamily(
             'rdt_virt_instance_monitored',
             '1 when the instance has monitoring values now',
-            labels=LABELS)
+            labels=label_names)
         for uuid, inst in sorted((doc.get('instances') or {}).items()):
-            labels = [uuid, inst.get('name') or '', inst.get('group') or '']
+            labels = self._labels(uuid, inst)
             has = False
             for field, family in families.items():
                 value = inst.get(field)
@@ -136,21 +166,57 @@ class StateCollector(object):
                     'CPU time of the last tick', value=totals['tick_cpu'])
 
 
-def registry_for(get_doc, get_totals=None):
+def registry_for(get_doc, get_totals=None, instance_names=False,
+                 group_prefix='rdtvirt-'):
     """A CollectorRegistry holding only rdt-virt's collector."""
     from prometheus_client import core
 
     registry = core.CollectorRegistry(auto_describe=False)
-    registry.register(StateCollector(get_doc, get_totals))
+    registry.register(StateCollector(get_doc, get_totals, instance_names,
+                                     group_prefix))
     return registry
 
 
-def serve(host, port, get_doc, get_totals=None):
-    """Start the HTTP endpoint in a daemon thread; returns the server."""
+def is_loopback(host):
+    """True if every address ``host`` stands for is a loopback address."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    if not host:
+        return False    # "" binds every interface
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(
+        ipaddress.ip_address(info[4][0].split('%')[0]).is_loopback
+        for info in infos)
+
+
+def serve(host, port, get_doc, get_totals=None, instance_names=False,
+          group_prefix='rdtvirt-', certfile=None, keyfile=None,
+          client_cafile=None):
+    """Start the endpoint in a daemon thread; returns the server.
+
+    :raises: InvalidConfig for a non-loopback ``host`` without TLS.
+    """
     import prometheus_client
 
-    registry = registry_for(get_doc, get_totals)
+    if not is_loopback(host) and not (certfile and keyfile):
+        raise exception.InvalidConfig(
+            option='[rdt_agent] prometheus_host', value=host,
+            reason='an address other than loopback needs '
+                   'prometheus_tls_cert and prometheus_tls_key')
+    registry = registry_for(get_doc, get_totals, instance_names,
+                            group_prefix)
+    tls = {}
+    if certfile and keyfile:
+        tls = {'certfile': certfile, 'keyfile': keyfile}
+        if client_cafile:
+            tls.update(client_cafile=client_cafile,
+                       client_auth_required=True)
     started = prometheus_client.start_http_server(port, addr=host,
-                                                  registry=registry)
+                                                  registry=registry, **tls)
     # prometheus-client >= 0.17 returns (server, thread).
     return started[0] if isinstance(started, tuple) else started

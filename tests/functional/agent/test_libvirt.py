@@ -230,3 +230,118 @@ class TestLibvirt(LibvirtAgentTestCase):
         wait(lambda: self.groups() == [], 5, 'cleanup')
         self.assertEqual([], os.listdir(os.path.join(self.resctrl.root,
                                                      'mon_groups')))
+
+
+class TestReadOnlyLibvirt(LibvirtAgentTestCase):
+    """The agent needs no more of libvirt than its read-only socket."""
+
+    def test_agent_works_through_the_read_only_socket(self):
+        import libvirt
+        ro = self.sb.sandbox.paths.libvirt_socket + '-ro'
+        self.assertTrue(os.path.exists(ro))
+        self.flags(libvirt_uri='qemu:///system?socket=%s' % ro,
+                   group='rdt_agent')
+        self.agent = agent_cmd.build_agent(CONF)
+        self.run_agent()
+        wait(lambda: self.agent.last_tick.wall, what='the first tick')
+        a = self.boot(10)
+        # The start event reaches the agent on this connection.
+        wait(lambda: self.placed(a, P + 'mb10'), 5, 'placement')
+        wait(lambda: self.agent.event_latencies, 5, 'an event')
+        own = self.agent.source._conn.lookupByUUIDString(a.UUIDString())
+        e = self.assertRaises(libvirt.libvirtError, own.suspend)
+        self.assertEqual(libvirt.VIR_ERR_OPERATION_DENIED,
+                         e.get_error_code())
+        a.destroy()
+        wait(lambda: self.groups() == [], 5, 'cleanup')
+
+    def test_connection_is_read_only_on_the_full_socket(self):
+        import libvirt
+        source = domains.LibvirtSource(self.sb.sandbox.uri)
+        source.connect()
+        self.addCleanup(source.disconnect)
+        a = self.boot(10)
+        self.assertIn(a.UUIDString(), source.instances())
+        own = source._conn.lookupByUUIDString(a.UUIDString())
+        for write in (own.suspend, own.destroy):
+            e = self.assertRaises(libvirt.libvirtError, write)
+            self.assertEqual(libvirt.VIR_ERR_OPERATION_DENIED,
+                             e.get_error_code())
+        self.assertTrue(a.isActive())
+
+
+# The agent as an unprivileged user: the privileged daemon is forked while
+# still root (as sudo privsep-helper would start it), then the agent
+# drops to a uid with no groups, the libvirt group included.
+AGENT_AS_USER = '''
+import os, sys
+from oslo_privsep import priv_context
+from rdt_virt.cmd import agent as agent_cmd
+from rdt_virt import conf
+from rdt_virt import privsep
+conf.CONF(['--config-file', sys.argv[1]], project='rdt-virt')
+privsep.sys_admin_pctxt.start(priv_context.Method.FORK)
+uid = int(sys.argv[2])
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+try:
+    with open(os.path.join(conf.CONF.rdt.resctrl_root, 'schemata'), 'w') as f:
+        f.write('MB:0=50\\n')
+except PermissionError:
+    print('DIRECT-WRITE-REFUSED')
+agent = agent_cmd.build_agent(conf.CONF)
+print('WRITES', agent.tick().writes)
+print('WRITES', agent.tick().writes)
+doc = agent.sample()
+print('INSTANCES', doc['host']['instances'])
+'''
+
+
+class TestUnprivilegedAgent(LibvirtAgentTestCase):
+    """The agent's own process needs no privilege besides its daemon."""
+
+    def test_agent_as_unprivileged_user(self):
+        import pwd
+        import sys
+        sb = self.sb.sandbox
+        # libvirtd wants a user record for its client's uid: one that
+        # every host has, in no group.
+        uid = pwd.getpwnam('nobody').pw_uid
+        # Let the user reach the sandbox's sockets, pid files and resctrl.
+        os.chmod(self.sb.dir, 0o755)
+        home = os.path.join(self.sb.dir, 'agent')
+        os.mkdir(home)
+        os.chown(home, uid, uid)
+        conf_file = os.path.join(home, 'rdt-virt.conf')
+        with open(conf_file, 'w') as f:
+            f.write('[rdt]\nresctrl_root = %s\nstate_file = %s\n'
+                    'default_group_l3_ways = 8\n[rdt_agent]\n'
+                    'libvirt_uri = qemu:///system?socket=%s-ro\n'
+                    'qemu_pid_dir = %s\nprometheus_port = 0\n'
+                    'retry_interval = 0\n' % (
+                        sb.resctrl_root, os.path.join(home, 'state.json'),
+                        sb.paths.libvirt_socket,
+                        os.path.join(sb.paths.private('/run/libvirt'),
+                                     'qemu')))
+        a = self.boot(10)
+        b = self.boot(20, vcpus=1)
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))))
+        proc = subprocess.run(
+            [sys.executable, '-c', AGENT_AS_USER, conf_file, str(uid)],
+            cwd=repo, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, timeout=120,
+            env=dict(os.environ, PYTHONPATH=repo))
+        self.assertEqual(0, proc.returncode, proc.stdout)
+        lines = [line for line in proc.stdout.splitlines()
+                 if line.split(' ')[0] in ('DIRECT-WRITE-REFUSED', 'WRITES',
+                                           'INSTANCES')]
+        self.assertEqual('DIRECT-WRITE-REFUSED', lines[0], proc.stdout)
+        self.assertNotEqual('WRITES 0', lines[1], proc.stdout)
+        self.assertEqual(['WRITES 0', 'INSTANCES 2'], lines[2:],
+                         proc.stdout)
+        self.assertTrue(self.placed(a, P + 'mb10'))
+        self.assertTrue(self.placed(b, P + 'mb20'))
+        self.assertEqual(uid, os.stat(
+            os.path.join(home, 'state.json')).st_uid)

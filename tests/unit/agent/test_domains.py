@@ -70,6 +70,18 @@ class TestLibvirtSource(base.TestCase):
                 self.assertEqual(kind, ev.kind)
                 return ev
 
+    def test_connection_is_read_only(self):
+        # The agent must not be able to change a domain: its connection is
+        # refused every write, while reads and events work.
+        uuid, _dom = self.boot()
+        self.assertIn(uuid, self.source.instances())
+        dom = self.source._conn.lookupByUUIDString(uuid)
+        e = self.assertRaises(self.libvirt.libvirtError, dom.suspend)
+        self.assertEqual(self.libvirt.VIR_ERR_OPERATION_DENIED,
+                         e.get_error_code())
+        self.assertRaises(self.libvirt.libvirtError, dom.destroy)
+        self.assertTrue(dom.isActive())
+
     def test_nova_domains_only(self):
         uuid, _dom = self.boot()
         other, _dom2 = self.boot(nova=False)

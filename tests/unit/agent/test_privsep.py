@@ -109,6 +109,142 @@ class TestValidation(PrivsepTestCase):
         self.assertTrue(priv.create_group('other-mb10')['ok'])
 
 
+def tree(root):
+    """Every path below root with its kind and content, to compare."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            path = os.path.join(dirpath, name)
+            found[path] = 'link' if os.path.islink(path) else 'dir'
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            with open(path) as f:
+                found[path] = f.read()
+    return found
+
+
+class TestAudit(PrivsepTestCase):
+    """Every entrypoint refuses bad arguments and changes nothing.
+
+    Wrong types, oversize values and paths that escape the root raise
+    ValueError for every argument of every entrypoint.
+    """
+
+    GROUP = 'rdtvirt-mb10'
+    MON = 'rdtvirt-m-1'
+    # Valid arguments of each entrypoint.
+    CALLS = {
+        'create_group': (GROUP,),
+        'remove_group': (GROUP,),
+        'create_mon_group': (GROUP, MON),
+        'remove_mon_group': (GROUP, MON),
+        'move_mon_group': (MON, GROUP, None),
+        'write_schemata': (GROUP, 'MB:0=10\n'),
+        'assign_tasks': (GROUP, MON, [1]),
+    }
+    BAD_NAMES = (5, 1.0, b'rdtvirt-mb10', ['rdtvirt-mb10'],
+                 {'rdtvirt-mb10': 1}, True, 'rdtvirt-' + 'x' * 248,
+                 'rdtvirt-\x00', 'rdtvirt-\u00e9', 'rdtvirt-a b',
+                 'rdtvirt-x\n', 'rdtvirt-../x')
+    BAD_SCHEMATA = (5, None, ['MB:0=10'], b'MB:0=10\n',
+                    'MB:0=10\n' + ' ' * 8200,
+                    # Python splits lines where the kernel does not.
+                    'MB:0=10\x1cL3:0=f\n', 'MB:0=10\x85L3:0=f\n',
+                    'MB:0=10\u2028L3:0=f\n',
+                    # Resource names of ASCII capitals and digits only.
+                    '\u00c4B:0=1\n', 'M\u0392:0=10\n', 'MB:0=10\x00\n')
+    BAD_TIDS = (1, '1', None, {1: 1}, [None], [b'1'], [2 ** 64],
+                list(range(1, priv.MAX_TIDS + 2)))
+
+    def setUp(self):
+        super().setUp()
+        # What the kernel would show after mkdir of the group and of its
+        # monitoring group (a plain directory does not make these).
+        group = os.path.join(self.root, self.GROUP)
+        os.makedirs(os.path.join(group, 'mon_groups', self.MON))
+        for path in ('schemata', 'tasks', 'mon_groups/%s/tasks' % self.MON):
+            open(os.path.join(group, path), 'w').close()
+
+    def assertRefusedUnchanged(self, name, args):
+        before = tree(self.root)
+        self.assertRaises(ValueError, getattr(priv, name), *args)
+        self.assertEqual(before, tree(self.root), (name, args))
+
+    def test_group_name_arguments(self):
+        count = 0
+        for name, args in self.CALLS.items():
+            for i, arg in enumerate(args):
+                if not isinstance(arg, str):
+                    continue
+                for bad in self.BAD_NAMES:
+                    self.assertRefusedUnchanged(
+                        name, args[:i] + (bad,) + args[i + 1:])
+                    count += 1
+        self.assertEqual(12 * len(self.BAD_NAMES), count)
+
+    def test_schemata_argument(self):
+        for bad in self.BAD_SCHEMATA:
+            self.assertRefusedUnchanged('write_schemata', (self.GROUP, bad))
+
+    def test_thread_id_argument(self):
+        for bad in self.BAD_TIDS:
+            self.assertRefusedUnchanged('assign_tasks',
+                                        (self.GROUP, self.MON, bad))
+
+    def test_symlinked_group_refused(self):
+        outside = self.useFixture(fixtures.TempDir()).path
+        for d in ('mon_groups', os.path.join('mon_groups', self.MON)):
+            os.mkdir(os.path.join(outside, d))
+        os.symlink(outside, os.path.join(self.root, 'rdtvirt-link'))
+        before = tree(outside)
+        for name, args in self.CALLS.items():
+            for i, arg in enumerate(args):
+                if arg == self.GROUP:
+                    self.assertRefusedUnchanged(
+                        name, args[:i] + ('rdtvirt-link',) + args[i + 1:])
+        self.assertEqual(before, tree(outside))
+
+    def test_symlinked_mon_groups_refused(self):
+        # A group whose mon_groups directory leads out of the root.
+        outside = self.useFixture(fixtures.TempDir()).path
+        os.mkdir(os.path.join(outside, self.MON))
+        group = os.path.join(self.root, 'rdtvirt-mb20')
+        os.mkdir(group)
+        os.symlink(outside, os.path.join(group, 'mon_groups'))
+        before = tree(outside)
+        for name, args in (
+                ('create_mon_group', ('rdtvirt-mb20', 'rdtvirt-m-2')),
+                ('remove_mon_group', ('rdtvirt-mb20', self.MON)),
+                ('move_mon_group', (self.MON, self.GROUP, 'rdtvirt-mb20')),
+                ('assign_tasks', ('rdtvirt-mb20', self.MON, [1]))):
+            self.assertRefusedUnchanged(name, args)
+        self.assertEqual(before, tree(outside))
+
+    def test_symlinked_file_refused(self):
+        outside = self.useFixture(fixtures.TempDir()).path
+        target = os.path.join(outside, 'victim')
+        with open(target, 'w') as f:
+            f.write('kept\n')
+        group = os.path.join(self.root, self.GROUP)
+        for name in ('schemata', 'tasks'):
+            path = os.path.join(group, name)
+            if os.path.exists(path):
+                os.unlink(path)
+            os.symlink(target, path)
+        self.assertRefusedUnchanged('write_schemata',
+                                    (self.GROUP, 'MB:0=10\n'))
+        self.assertRefusedUnchanged('assign_tasks', (self.GROUP, None, [1]))
+        with open(target) as f:
+            self.assertEqual('kept\n', f.read())
+
+    def test_valid_calls_still_work(self):
+        self.assertTrue(priv.write_schemata(self.GROUP, 'MB:0=10\n')['ok'])
+        self.assertTrue(priv.create_mon_group(self.GROUP,
+                                              'rdtvirt-m-2')['ok'])
+        self.assertTrue(priv.remove_mon_group(self.GROUP,
+                                              'rdtvirt-m-2')['ok'])
+
+
 class TestResults(PrivsepTestCase):
 
     def test_create_and_remove(self):

@@ -53,6 +53,7 @@ class TestDevStackPlugin(base.TestCase):
                     name, self.record))
             os.chmod(path, 0o755)
         self.polling = os.path.join(self.tmp, 'polling.yaml')
+        self.state_file = os.path.join(self.tmp, 'run', 'host-state.json')
         self.ceilometer_conf = os.path.join(self.tmp, 'ceilometer.conf')
         self.conf_dir = os.path.join(self.tmp, 'etc-rdt-virt')
 
@@ -81,6 +82,7 @@ class TestDevStackPlugin(base.TestCase):
             'RDT_VIRT_DIR': REPO,
             'RDT_VIRT_CONF_DIR': self.conf_dir,
             'RDT_VIRT_CEILOMETER_POLLING': self.polling,
+            'RDT_VIRT_STATE_FILE': self.state_file,
         }
         environ.update(env)
         subprocess.run(['bash', '-c', '\n'.join(script)], env=environ,
@@ -134,6 +136,12 @@ class TestDevStackPlugin(base.TestCase):
         agent = self.inisets(calls, conf)
         self.assertEqual('qemu:///system',
                          agent[('rdt_agent', 'libvirt_uri')])
+        # Unprivileged: the privsep daemon through sudo, with the agent's
+        # configuration file, and a state directory the agent owns.
+        self.assertEqual('sudo %s/privsep-helper --config-file %s' % (
+            self.bin, conf), agent[('rdt_virt_privsep', 'helper_command')])
+        self.assertIn(('sudo', 'install', '-d', '-o', 'root', '-m', '0755',
+                       os.path.dirname(self.state_file)), calls)
         self.assertEqual('/sys/fs/resctrl', agent[('rdt', 'resctrl_root')])
         # No Ceilometer, no emulated host.
         self.assertFalse(os.path.exists(self.polling))
@@ -143,8 +151,7 @@ class TestDevStackPlugin(base.TestCase):
                                 phases=PHASES[2:])
         self.assertEqual([
             ('run_process', 'rdt-virt-agent',
-             '%s/rdt-virt-agent --config-file %s' % (self.bin, conf), '',
-             'root'),
+             '%s/rdt-virt-agent --config-file %s' % (self.bin, conf)),
             ('stop_process', 'rdt-virt-agent'),
             ('rdt-virt-nova-loader', 'remove'),
             ('sudo', 'rm', '-rf', self.conf_dir),
@@ -187,7 +194,7 @@ class TestDevStackPlugin(base.TestCase):
                          cpu[('rdt', 'resctrl_root')])
         agent = self.inisets(calls, os.path.join(self.conf_dir,
                                                  'rdt-virt.conf'))
-        self.assertEqual(uri, agent[('rdt_agent', 'libvirt_uri')])
+        self.assertEqual(uri + '-ro', agent[('rdt_agent', 'libvirt_uri')])
         self.assertEqual(sandbox_dir + '/private/run/libvirt/qemu',
                          agent[('rdt_agent', 'qemu_pid_dir')])
         # The sandbox starts as a root service before nova-compute, and
@@ -220,7 +227,7 @@ class TestDevStackPlugin(base.TestCase):
                         'cpu_l3_cache']},
         ], sources)
         self.assertIn(('iniset', self.ceilometer_conf, 'rdt', 'state_file',
-                       '/run/rdt-virt/host-state.json'), calls)
+                       self.state_file), calls)
 
     def test_ceilometer_polling_created_when_missing(self):
         self.run_plugin(['ceilometer-acompute', 'rdt-virt-agent'],

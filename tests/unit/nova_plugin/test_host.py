@@ -97,6 +97,23 @@ class TestAgentBandwidth(base.TestCase):
                            'host': {'mbm_total_bps': 1.5e9}})
         self.assertEqual(1.5e9, host.agent_bandwidth(path, now))
 
+    def test_hostile_numbers(self):
+        # A bandwidth that is not a finite number must not reach the
+        # weigher; a time that is not one must not count as fresh.
+        now = time.time()
+        for doc in ({'version': 1, 'time': now, 'host': {
+                        'mbm_total_bps': float('inf')}},
+                    {'version': 1, 'time': now, 'host': {
+                        'mbm_total_bps': float('nan')}},
+                    {'version': 1, 'time': float('nan'), 'host': {
+                        'mbm_total_bps': 1.5e9}},
+                    {'version': 1, 'time': now, 'host': {
+                        'mbm_total_bps': -1.5e9}},
+                    {'version': 1, 'time': now, 'host': {
+                        'mbm_total_bps': True}}):
+            self.assertIsNone(host.agent_bandwidth(self.write(doc), now),
+                              doc)
+
     def test_stale_missing_and_garbage(self):
         now = time.time()
         stale = self.write({'version': 1, 'time': now - 61, 'interval': 10,

@@ -505,6 +505,27 @@ class TestPureHelpers(base.TestCase):
                 ('', MonValue(None, "unparsable ''"))]:
             self.assertEqual(expected, fs.parse_mon_value(text))
 
+    def test_mon_value_is_an_unsigned_decimal(self):
+        # int() also takes signs, underscores and non-ASCII digits, and
+        # raises beyond 4300 digits: none of that is a byte counter.
+        for text in ('-1', '+5', '1_000', '\u0663', '0x10', '1.5',
+                     '9' * 21, '9' * 5000):
+            value = fs.parse_mon_value(text)
+            self.assertIsNone(value.value, text)
+            self.assertTrue(value.reason.startswith('unparsable'))
+        self.assertEqual(2 ** 64 - 1,
+                         fs.parse_mon_value(str(2 ** 64 - 1)).value)
+
+    def test_tasks_and_cpu_lists_refuse_garbage(self):
+        for text in ('-1', '1_0', '\u0663', '1.5', '9' * 11, 'x'):
+            self.assertRaises(ValueError, fs.parse_tasks, text)
+        self.assertEqual([1, 42], fs.parse_tasks('1\n42\n'))
+        # A huge range would take all memory: refused, and at once.
+        for text in ('0-99999999999', '0-65536', '5-3', '1_0', '\u0663',
+                     '-1', '0--1', '9' * 5000):
+            self.assertRaises(ValueError, fs.parse_cpu_list, text)
+        self.assertEqual(set(range(65536)), fs.parse_cpu_list('0-65535'))
+
     def test_cpu_lists(self):
         for text, cpus, formatted in [
                 ('0-3,8\n', {0, 1, 2, 3, 8}, '0-3,8'),

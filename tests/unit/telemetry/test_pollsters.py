@@ -12,6 +12,7 @@
 
 """The Ceilometer pollsters read the agent's state file."""
 
+import json
 import os
 import time
 
@@ -92,6 +93,36 @@ class TestPollsters(base.TestCase):
             self.assertEqual('rdtvirt-mb10',
                              sample.resource_metadata['rdt_group'])
             self.assertEqual('project', sample.project_id)
+
+    def put(self, doc, text=None):
+        with open(self.path, 'w') as f:
+            f.write(json.dumps(dict(doc, version=1)) if text is None
+                    else text)
+        os.chmod(self.path, 0o644)
+
+    def test_hostile_values_skipped_others_published(self):
+        doc = document(time.time())
+        doc['instances'][UUID2] = 'not an object'
+        bad = doc['instances'][UUID1] = dict(doc['instances'][UUID1])
+        uuid3 = '33333333-3333-4333-8333-333333333333'
+        doc['instances'][uuid3] = dict(bad, mbm_total_bps=2e8)
+        bad.update(mbm_total_bps='1e12', policy=['x'], group={'a': 1})
+        self.put(doc)
+        samples = self.samples(self.pollsters.MemoryBandwidthTotalPollster,
+                               (UUID1, UUID2, uuid3))
+        self.assertEqual([(uuid3, 2e8)],
+                         [(s.resource_id, s.volume) for s in samples])
+
+    def test_truncated_or_hostile_document_yields_nothing(self):
+        doc = document(time.time())
+        text = json.dumps(dict(doc, version=1))
+        cls = self.pollsters.MemoryBandwidthTotalPollster
+        for bad in (text[:len(text) // 2], '{"version": 1, "time": NaN}',
+                    json.dumps(dict(doc, version=1, interval='10')),
+                    json.dumps(dict(doc, version=1, instances=[UUID1])),
+                    json.dumps(dict(doc, version=1, time='now'))):
+            self.put(doc, bad)
+            self.assertEqual([], self.samples(cls), bad[:60])
 
     def test_default_discovery(self):
         pollster = self.make(self.pollsters.CPUL3CachePollster)

@@ -12,6 +12,11 @@
 
 """The Prometheus endpoint serves the latest state document."""
 
+import http.client
+import os
+import shutil
+import ssl
+import subprocess
 import urllib.request
 
 from tests import base
@@ -36,11 +41,24 @@ class TestPrometheus(base.TestCase):
                             'rmids_used': 4, 'coverage': 0.5,
                             'rotating': True}
 
-    def text(self, doc=None, totals=None):
+    def text(self, doc=None, totals=None, names=True):
         from prometheus_client import exposition
         registry = self.prometheus.registry_for(
-            lambda: self.doc if doc is None else doc, lambda: totals)
+            lambda: self.doc if doc is None else doc, lambda: totals,
+            instance_names=names)
         return exposition.generate_latest(registry).decode()
+
+    def test_no_instance_names_by_default(self):
+        self.doc['instances'][UUID2]['group'] = (
+            'qemu-7-instance-2-vcpus_0-1')
+        text = self.text(names=False)
+        self.assertNotIn('instance-', text)
+        self.assertNotIn('domain=', text)
+        self.assertIn(
+            'rdt_virt_instance_memory_bandwidth_total_bytes_per_second{'
+            'group="rdtvirt-mb10",instance_uuid="%s"} 1.5e+08' % UUID1, text)
+        self.assertIn('rdt_virt_instance_monitored{group="libvirt",'
+                      'instance_uuid="%s"} 0.0' % UUID2, text)
 
     def test_instance_metrics_labelled_by_uuid(self):
         text = self.text()
@@ -84,6 +102,78 @@ class TestPrometheus(base.TestCase):
 
     def test_no_document_yet(self):
         self.assertIn('rdt_virt_instance_monitored', self.text(doc={}))
+
+    def test_loopback(self):
+        for host in ('127.0.0.1', '127.0.0.2', '::1', 'localhost'):
+            self.assertTrue(self.prometheus.is_loopback(host), host)
+        for host in ('0.0.0.0', '::', '', '192.0.2.1', '10.0.0.1',
+                     'no-such-host.invalid'):
+            self.assertFalse(self.prometheus.is_loopback(host), host)
+
+    def test_non_loopback_needs_tls(self):
+        from rdt_virt import exception
+        for host in ('0.0.0.0', '::', ''):
+            self.assertRaises(exception.InvalidConfig, self.prometheus.serve,
+                              host, 0, lambda: self.doc)
+            self.assertRaises(exception.InvalidConfig, self.prometheus.serve,
+                              host, 0, lambda: self.doc, certfile='/x')
+
+    def test_agent_refuses_clear_text_beyond_loopback(self):
+        from rdt_virt.cmd import agent as agent_cmd
+
+        class Agent(object):
+            last_doc = self.doc
+            totals = {}
+        self.flags(prometheus_host='0.0.0.0', prometheus_port=1,
+                   group='rdt_agent')
+        self.assertIsNone(agent_cmd.start_prometheus(Agent()))
+
+    def tls_files(self):
+        tmp = self.useFixture(base.fixtures.TempDir()).path
+        cert, key = os.path.join(tmp, 'c.pem'), os.path.join(tmp, 'k.pem')
+        subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048',
+                        '-nodes', '-days', '1', '-subj', '/CN=localhost',
+                        '-addext', 'subjectAltName=IP:127.0.0.1',
+                        '-keyout', key, '-out', cert], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return cert, key
+
+    def test_all_interfaces_over_tls(self):
+        if not shutil.which('openssl'):
+            self.skipTest('needs openssl')
+        cert, key = self.tls_files()
+        server = self.prometheus.serve('0.0.0.0', 0, lambda: self.doc,
+                                       certfile=cert, keyfile=key)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        port = server.server_address[1]
+        ctx = ssl.create_default_context(cafile=cert)
+        with urllib.request.urlopen('https://127.0.0.1:%d/metrics' % port,
+                                    timeout=5, context=ctx) as reply:
+            self.assertIn(UUID1, reply.read().decode())
+        # Clear text gets nothing.
+        self.assertRaises((OSError, http.client.HTTPException),
+                          urllib.request.urlopen,
+                          'http://127.0.0.1:%d/metrics' % port, timeout=5)
+
+    def test_client_certificate_required_with_client_ca(self):
+        if not shutil.which('openssl'):
+            self.skipTest('needs openssl')
+        cert, key = self.tls_files()
+        server = self.prometheus.serve('0.0.0.0', 0, lambda: self.doc,
+                                       certfile=cert, keyfile=key,
+                                       client_cafile=cert)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        url = 'https://127.0.0.1:%d/metrics' % server.server_address[1]
+        anonymous = ssl.create_default_context(cafile=cert)
+        self.assertRaises((OSError, http.client.HTTPException),
+                          urllib.request.urlopen, url, timeout=5,
+                          context=anonymous)
+        client = ssl.create_default_context(cafile=cert)
+        client.load_cert_chain(cert, key)
+        with urllib.request.urlopen(url, timeout=5, context=client) as reply:
+            self.assertIn(UUID1, reply.read().decode())
 
     def test_http_endpoint_on_loopback(self):
         server = self.prometheus.serve('127.0.0.1', 0, lambda: self.doc)
