@@ -31,6 +31,8 @@ on top:
   (``group="instance"``: MBps and AMD values, which libvirt cannot write).
 """
 
+import uuid as uuid_mod
+
 from lxml import etree
 
 from rdt_virt.agent import model
@@ -138,6 +140,9 @@ def parse(xml, default_monitor=True):
         dom = domain_mod.DomainRDT.from_element(root)
         if not dom.nova_owned:
             return None
+        # One canonical form: group names and the QEMU command line use
+        # it, and a uuid that is not one must not reach a group name.
+        uuid = str(uuid_mod.UUID(dom.uuid))
         domain_id = int(root.get('id', '-1'))
         if domain_id < 0:
             return None
@@ -149,7 +154,7 @@ def parse(xml, default_monitor=True):
     except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
             ValueError, exception.InvalidGroupName) as e:
         raise exception.InvalidXML(what='domain', reason=e)
-    return model.Instance(uuid=dom.uuid.lower(), name=dom.name,
+    return model.Instance(uuid=uuid, name=dom.name,
                           domain_id=domain_id, allocations=allocs,
                           bandwidth=bandwidth, monitor=monitor,
                           policy=policy)

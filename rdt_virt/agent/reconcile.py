@@ -33,8 +33,9 @@ Who owns what (doc/source/admin/agent.rst has the long version):
   RMID budget (the ``window`` of :mod:`rdt_virt.agent.rotation`).
 * Nothing else is touched: a group is removed only if it has the prefix,
   no instance needs it and it holds no thread of anyone else; threads of an
-  instance without a policy are taken out of stale agent or libvirt groups
-  but left where another tool put them.
+  instance without a policy, or whose group cannot be made now, are taken
+  out of stale agent or libvirt groups but left where another tool put
+  them.
 
 Actions come out in an order that is valid on the kernel: the default
 group first, new control groups, schemata, monitoring group moves, thread
@@ -343,13 +344,15 @@ class _Planner(object):
         for tid, group in sorted(it.tid_group.items()):
             current = self.where.get(tid, (ROOT, None))[0]
             target = current
-            if group is not ROOT:
-                if group in self.available:
-                    target = group
-            elif current is not ROOT and (
-                    self.owns(current) or (is_libvirt_group(current) and
-                                           current not in allocs)):
-                # A stale agent or libvirt group: back to the default.
+            stale = current is not ROOT and current != group and (
+                self.owns(current) or (is_libvirt_group(current) and
+                                       current not in allocs))
+            if group is not ROOT and group in self.available:
+                target = group
+            elif stale:
+                # A stale agent or libvirt group applies someone else's
+                # policy: back to the default group, also while the
+                # kernel refuses the instance's own group.
                 target = ROOT
             if target != current:
                 self.ctrl_assign.setdefault(target, []).append(tid)

@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import time
+import unicodedata
 
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import state as state_mod
@@ -40,15 +41,33 @@ from rdt_virt.resctrl import fs
 from rdt_virt.resctrl import schemata as schemata_mod
 
 CONF = rdt_conf.CONF
+# Instance names longer than this are cut in tables.
+NAME_WIDTH = 40
+
+
+def _cell(value):
+    """A value as one printable table cell.
+
+    Domain names come from whoever defined the domain: control characters
+    (a newline, a terminal escape) are shown escaped.
+    """
+    return ''.join(c.encode('unicode_escape').decode('ascii')
+                   if unicodedata.category(c).startswith('C') else c
+                   for c in str(value))
+
+
+def _short(text, width=NAME_WIDTH):
+    return text if len(text) <= width else text[:width - 1] + '~'
 
 
 def _table(headers, rows):
+    rows = [[_cell(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
-        widths = [max(w, len(str(c))) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
     fmt = '  '.join('%%-%ds' % w for w in widths)
     lines = [fmt % tuple(headers)]
-    lines += [fmt % tuple(str(c) for c in row) for row in rows]
+    lines += [fmt % tuple(row) for row in rows]
     return '\n'.join(line.rstrip() for line in lines)
 
 
@@ -216,7 +235,8 @@ def top_table(doc):
                              key=lambda kv: (kv[1].get('name') or '',
                                              kv[0])):
         rows.append([
-            inst.get('name') or '-', uuid[:8], inst.get('group') or '/',
+            _short(_cell(inst.get('name') or '-')), uuid[:8],
+            inst.get('group') or '/',
             _policy(inst.get('policy')),
             _num(inst.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
             _num(inst.get('mbm_local_bps'), 1e6),

@@ -42,6 +42,11 @@ TEXT}``. Groups are named by their path in the mount: ``/`` (the root),
                    threshold, next check
 ``set_limbo_occupancy`` ``rmid``, ``value`` bytes or null to let it decay
                    [, ``domain``]: pin the occupancy of an RMID in limbo
+``fail``           ``operation``, ``pattern``, ``errno`` [, ``count``,
+                   ``skip``, ``status``]: refuse matching calls (see
+                   :mod:`rdt_virt.emulator.faults`)
+``faults``         the active refusal rules
+``clear_faults``   [``id``]: drop one rule, or all
 =================  ==========================================================
 
 Omitting ``domain`` or ``event`` applies to all of them.
@@ -52,6 +57,7 @@ import os
 import socket
 import threading
 
+from rdt_virt.emulator import faults as faults_mod
 from rdt_virt.emulator import profiles
 
 
@@ -62,9 +68,10 @@ class ControlError(Exception):
 class ControlServer(object):
     """Serve control requests for *model* on the UNIX socket *path*."""
 
-    def __init__(self, path, model):
+    def __init__(self, path, model, faults=None):
         self.path = path
         self.model = model
+        self.faults = faults if faults is not None else faults_mod.Faults()
         self._sock = None
         self._thread = None
         self._stopping = False
@@ -233,6 +240,16 @@ class ControlServer(object):
         self.model.log.record('set_limbo_delay', '/', seconds)
         return self.model.limbo_delay
 
+    def _op_fail(self, operation, pattern, errno, count=1, skip=0,
+                 status=None):
+        return self.faults.add(operation, pattern, errno, count, skip, status)
+
+    def _op_faults(self):
+        return self.faults.describe()
+
+    def _op_clear_faults(self, id=None):
+        return self.faults.clear(id)
+
 
 class ControlClient(object):
     """Client of a running emulator's control socket.
@@ -331,3 +348,15 @@ class ControlClient(object):
         """Pin an RMID's occupancy in limbo (*value* None: decay)."""
         return self._limbo(self.call('set_limbo_occupancy', rmid=rmid,
                                      value=value, domain=domain))
+
+    def fail(self, operation, pattern, errno, count=1, skip=0,
+             status=None):
+        """Refuse the next matching calls; returns the rule."""
+        return self.call('fail', operation=operation, pattern=pattern,
+                         errno=errno, count=count, skip=skip, status=status)
+
+    def faults(self):
+        return self.call('faults')
+
+    def clear_faults(self, rule_id=None):
+        return self.call('clear_faults', id=rule_id)

@@ -75,11 +75,17 @@ class ResctrlOperations(mfusepy.Operations):
 
     use_ns = True
 
-    def __init__(self, tree):
+    def __init__(self, tree, faults=None):
         self.tree = tree
+        # Injected refusals (rdt_virt.emulator.faults), checked first.
+        self.faults = faults
         self._fh = itertools.count(1)
         self._buffers = {}
         self._buf_lock = threading.Lock()
+
+    def _inject(self, op, path, data=None):
+        if self.faults is not None:
+            self.faults.check(self.tree.model, op, path, data)
 
     @_fuse_errors
     def getattr(self, path, fh=None):
@@ -106,6 +112,7 @@ class ResctrlOperations(mfusepy.Operations):
         with self._buf_lock:
             data = self._buffers.get(fh)
         if offset == 0 or data is None:
+            self._inject('read', path)
             data = self.tree.read(path).encode('latin-1')
             with self._buf_lock:
                 self._buffers[fh] = data
@@ -113,6 +120,7 @@ class ResctrlOperations(mfusepy.Operations):
 
     @_fuse_errors
     def write(self, path, data, offset, fh):
+        self._inject('write', path, data.decode('latin-1'))
         return self.tree.write(path, data, _context())
 
     def release(self, path, fh):
@@ -132,16 +140,19 @@ class ResctrlOperations(mfusepy.Operations):
 
     @_fuse_errors
     def mkdir(self, path, mode):
+        self._inject('mkdir', path)
         self.tree.mkdir(path, mode, _context())
         return 0
 
     @_fuse_errors
     def rmdir(self, path):
+        self._inject('rmdir', path)
         self.tree.rmdir(path)
         return 0
 
     @_fuse_errors
     def rename(self, old, new):
+        self._inject('rename', old, new)
         self.tree.rename(old, new)
         return 0
 
@@ -156,13 +167,13 @@ class ResctrlOperations(mfusepy.Operations):
         return {'f_bsize': 4096, 'f_frsize': 4096, 'f_namemax': 255}
 
 
-def serve(tree, mountpoint, foreground=True, debug=False):
+def serve(tree, mountpoint, foreground=True, debug=False, faults=None):
     """Mount *tree* on *mountpoint* and serve until unmounted (blocks).
 
     libfuse unmounts on SIGTERM, SIGINT and SIGHUP; that is a normal stop.
     """
     try:
-        mfusepy.FUSE(ResctrlOperations(tree), mountpoint,
+        mfusepy.FUSE(ResctrlOperations(tree, faults), mountpoint,
                      foreground=foreground, nothreads=False, debug=debug,
                      **MOUNT_OPTIONS)
     except RuntimeError as e:

@@ -265,6 +265,7 @@ def serve(mountpoint, profile, control_socket, legacy=False,
           limbo_delay=None, debug=False, kernel=None):
     """Build the model and serve FUSE and the control socket (blocks)."""
     # Imported here: mfusepy loads libfuse when imported.
+    from rdt_virt.emulator import faults
     from rdt_virt.emulator import fusefs
     from rdt_virt.emulator import model
     from rdt_virt.emulator import threads
@@ -275,7 +276,8 @@ def serve(mountpoint, profile, control_socket, legacy=False,
         profile, threads.ProcThreads(), online_cpus=online,
         nr_cpu_ids=nr_cpu_ids, limbo_delay=limbo_delay, legacy=legacy,
         snapshot_max_age=0.05, kernel=kernel)
-    server = control.ControlServer(control_socket, state)
+    refusals = faults.Faults()
+    server = control.ControlServer(control_socket, state, refusals)
     server.start()
     stop = threading.Event()
     ticker = threading.Thread(target=_tick, args=(state, stop),
@@ -283,7 +285,7 @@ def serve(mountpoint, profile, control_socket, legacy=False,
     ticker.start()
     try:
         fusefs.serve(tree.ResctrlTree(state, time.time()), mountpoint,
-                     debug=debug)
+                     debug=debug, faults=refusals)
     finally:
         stop.set()
         server.stop()

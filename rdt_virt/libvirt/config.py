@@ -392,6 +392,13 @@ class MemBwMetadata(_XMLObject):
         _uint_field(self.value, self.what, 'value', 1)
         if self.requested is not None:
             _uint_field(self.requested, self.what, 'requested', 1)
+        # A percentage names a shared group (<prefix>mb<N>): one above
+        # 100 would name a group that is not recognisably rdt-virt's.
+        if self.unit == info.UNIT_PERCENT and max(
+                self.value, self.requested or 0) > info.MAX_PERCENT:
+            raise _invalid(self.what, 'a percentage is at most %d, not %r',
+                           info.MAX_PERCENT, max(self.value,
+                                                 self.requested or 0))
 
     def to_element(self):
         el = etree.Element(_ns('membw'), nsmap={PREFIX: NAMESPACE})

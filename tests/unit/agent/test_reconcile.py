@@ -208,6 +208,19 @@ SCENARIOS = [
         instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
         snapshot=f.snap(), blocked={MB10: 'no free CLOSID or RMID'},
         expected=[], reason='no free CLOSID or RMID')),
+    ('blocked_group_threads_leave_a_stale_group', dict(
+        # Its policy changed to 20% and the kernel refused the new group:
+        # it must not stay under another instance's 10%, which the
+        # published placement (no group) would not even show.
+        instances=[f.inst(bw=f.shared(20)),
+                   f.inst(f.U2, bw=f.shared(10), dom_id=2)],
+        threads={f.U1: T1, f.U2: T2},
+        snapshot=f.snap(f.group(MB10, [101, 102, 201, 202], f.sch(10),
+                                {f.M1: [101, 102], f.M2: [201, 202]})),
+        blocked={MB20: 'no free CLOSID or RMID'},
+        expected=[_assign(None, [101, 102]),
+                  m.RemoveMonGroup(MB10, f.M1)],
+        reason='no free CLOSID or RMID')),
     ('blocked_mon_group_not_created', dict(
         instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
         snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10))),
