@@ -74,6 +74,9 @@ def _parser():
                    help='format and word things as Linux 6.1 does')
     p.add_argument('--limbo-delay', type=float, metavar='SECONDS',
                    help='seconds a freed RMID stays busy (default 1)')
+    p.add_argument('--mba-effect', action='store_true',
+                   help='MB throttles also slow the throttled threads down '
+                        '(CPU quotas through cgroups), not only the counters')
     p.add_argument('--log-file', help='output of the background process')
     p.add_argument('mountpoint')
 
@@ -131,12 +134,14 @@ def _mount(args):
                  profile.name, args.mountpoint, args.control)
         launcher.serve(args.mountpoint, profile, args.control,
                        legacy=args.legacy_kernel,
-                       limbo_delay=args.limbo_delay, debug=args.debug)
+                       limbo_delay=args.limbo_delay, debug=args.debug,
+                       mba_effect=args.mba_effect)
         return 0
     handle = launcher.mount(args.mountpoint, profile, args.control,
                             legacy=args.legacy_kernel,
                             limbo_delay=args.limbo_delay,
-                            log_path=args.log_file, debug=args.debug)
+                            log_path=args.log_file, debug=args.debug,
+                            mba_effect=args.mba_effect)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
              'log %s', profile.name, handle.mountpoint,
              handle.control_socket, handle.log_path)

@@ -185,7 +185,7 @@ def _tail(path, lines=20):
 
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
-          debug=False):
+          debug=False, mba_effect=False):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
@@ -195,6 +195,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
     :param limbo_delay: seconds freed RMIDs stay busy (default 1.0).
     :param log_path: file for the child's output (default: next to the
         default control socket, or discarded).
+    :param mba_effect: make MB throttles slow the throttled threads down
+        (CPU quotas, see :mod:`enforce`), not only the counters.
     :returns: :class:`EmulatorHandle`.
     :raises EmulatorError: with the reason when the mount cannot be made.
     """
@@ -215,6 +217,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:
         cmd.append('--debug')
+    if mba_effect:
+        cmd.append('--mba-effect')
     # The child must import this very rdt_virt, wherever it came from.
     env = dict(os.environ)
     top = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -250,9 +254,10 @@ def mount(mountpoint, profile='reference', control_socket=None,
 
 
 def serve(mountpoint, profile, control_socket, legacy=False,
-          limbo_delay=None, debug=False):
+          limbo_delay=None, debug=False, mba_effect=False):
     """Build the model and serve FUSE and the control socket (blocks)."""
     # Imported here: mfusepy loads libfuse when imported.
+    from rdt_virt.emulator import enforce
     from rdt_virt.emulator import fusefs
     from rdt_virt.emulator import model
     from rdt_virt.emulator import threads
@@ -263,10 +268,11 @@ def serve(mountpoint, profile, control_socket, legacy=False,
         profile, threads.ProcThreads(), online_cpus=online,
         nr_cpu_ids=nr_cpu_ids, limbo_delay=limbo_delay, legacy=legacy,
         snapshot_max_age=0.05)
+    enforcer = enforce.start(state) if mba_effect else None
     server = control.ControlServer(control_socket, state)
     server.start()
     stop = threading.Event()
-    ticker = threading.Thread(target=_tick, args=(state, stop),
+    ticker = threading.Thread(target=_tick, args=(state, stop, enforcer),
                               daemon=True, name='resctrl-counters')
     ticker.start()
     try:
@@ -274,12 +280,17 @@ def serve(mountpoint, profile, control_socket, legacy=False,
                      debug=debug)
     finally:
         stop.set()
+        ticker.join(5)
+        if enforcer:
+            enforcer.release_all()
         server.stop()
 
 
-def _tick(state, stop, interval=REFRESH_INTERVAL):
+def _tick(state, stop, enforcer=None, interval=REFRESH_INTERVAL):
     # Sample threads regularly: CPU time of a thread that exits between
     # two reads would otherwise never reach its group's counters.
     while not stop.wait(interval):
         with state.lock:
             state.refresh()
+        if enforcer:
+            enforcer.apply()

@@ -173,6 +173,9 @@ class ResctrlModel(object):
         self.legacy = legacy
         self.snapshot_max_age = snapshot_max_age
         self.log = MutationLog()
+        # True while throttles slow the threads themselves (see enforce):
+        # the counters then follow CPU time without a throttle factor.
+        self.mba_effect = False
         self.max_threshold = 0
         self._snap = None
         self._status = ''
@@ -365,6 +368,11 @@ class ResctrlModel(object):
                 out.append(tid)
         return sorted(out)
 
+    def members(self):
+        """``{tid: control group}`` of threads outside the default group."""
+        return {tid: g.ctrl for tid, g in self._members.items()
+                if g.ctrl is not self.root}
+
     def group_of(self, tid):
         """The group holding *tid* (the root for threads never moved)."""
         return self._owner(tid)
@@ -381,6 +389,8 @@ class ResctrlModel(object):
         val = group.ctrl.config.get('MB', {}).get(dom, mb.max_bandwidth)
         if self.profile.mba_mbps:
             return 1.0, val
+        if self.mba_effect:
+            return 1.0, None
         return min(1.0, val / float(mb.max_bandwidth)), None
 
     def read_counter(self, group, dom, event):

@@ -54,11 +54,16 @@ class Sandbox(object):
     :param profile: emulated hardware profile name.
     :param cache_dir: directory kept across sandboxes for libvirt's QEMU
         capability cache (optional).
+    :param mba_effect: MB throttles slow the throttled threads (guests'
+        vCPUs) down, not only the emulated counters (see
+        :mod:`rdt_virt.emulator.enforce`).
     """
 
-    def __init__(self, directory, profile='reference', cache_dir=None):
+    def __init__(self, directory, profile='reference', cache_dir=None,
+                 mba_effect=True):
         self.paths = layout.Paths(directory, cache_dir)
         self.profile = profiles.get_profile(profile).name
+        self.mba_effect = mba_effect
         self.info = layout.read_ready(self.paths)
 
     # Where things are ------------------------------------------------------
@@ -128,7 +133,8 @@ class Sandbox(object):
         try:
             handle = emulator.mount(self.paths.resctrl, self.profile,
                                     control_socket=self.paths.control,
-                                    log_path=self.paths.log('emulator.log'))
+                                    log_path=self.paths.log('emulator.log'),
+                                    mba_effect=self.mba_effect)
         except emulator.EmulatorError as e:
             raise SandboxError('the emulated resctrl did not start: %s' % e)
         with open(self.paths.emulator_pid, 'w') as f:
