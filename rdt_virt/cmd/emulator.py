@@ -16,6 +16,7 @@
 
     rdt-virt-emulator mount --profile reference [--control SOCK] MOUNTPOINT
     rdt-virt-emulator mount --foreground ... MOUNTPOINT
+    rdt-virt-emulator mount --mba-effect ... MOUNTPOINT
     rdt-virt-emulator umount MOUNTPOINT
     rdt-virt-emulator profiles
     rdt-virt-emulator topology --profile reference [--cpus 0-1]

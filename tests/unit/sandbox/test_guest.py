@@ -90,3 +90,24 @@ class WorkTest(base.TestCase):
                          guest.work_rate(first, second))
         self.assertIsNone(guest.work_rate((9.0, None), second))
         self.assertIsNone(guest.work_rate(second, second))
+
+
+class CommandTest(base.TestCase):
+
+    def test_guest_image_and_xml(self):
+        from rdt_virt.cmd import sandbox as sandbox_cmd
+
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'w')
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        self.assertEqual(0, sandbox_cmd.main(
+            ['guest-image', '--program', 'work', path]))
+        with open(path, 'rb') as f:
+            self.assertEqual(guest.boot_sector('work'), f.read(512))
+        self.assertEqual(0, sandbox_cmd.main(
+            ['guest-xml', '--image', path, '--serial-file', '/s', 'vm']))
+        out.stream.flush()
+        text = out.getDetails()['stdout'].as_text()
+        dom = etree.fromstring(text[text.index('<domain'):].encode())
+        self.assertEqual('/s', dom.find('devices/serial/source').get('path'))
+        self.assertEqual(path, dom.find('devices/disk/source').get('file'))
