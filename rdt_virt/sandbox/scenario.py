@@ -418,7 +418,7 @@ class Scenario(object):
                  'from rdt-virt-agent) ==')
         self.say()
         self.say(_indent(guest_table(results, 'mbm', 1e-6, '%.1f')))
-        self.say('== Real CPU time per guest (% of one CPU) ==')
+        self.say('== Real CPU time of each guest\'s vCPU (% of one CPU) ==')
         self.say()
         self.say(_indent(guest_table(results, 'cpu', 100.0, '%.1f')))
         self.say('CLOSIDs taken by the noisy guests, per-instance strategy: '
