@@ -46,6 +46,8 @@ class EmulatorTestCase(base.TestCase):
     """Tests against a mounted emulator (root, /dev/fuse, libfuse3)."""
 
     profile = 'reference'
+    #: Further arguments of :func:`launcher.mount`.
+    mount_kwargs = {}
 
     def setUp(self):
         super().setUp()
@@ -55,7 +57,8 @@ class EmulatorTestCase(base.TestCase):
                      'libfuse3 is not installed')
         self.require(shutil.which('fusermount3') or shutil.which('umount'),
                      'fusermount3 is not installed')
-        self.emulator = self.useFixture(EmulatorFixture(self.profile))
+        self.emulator = self.useFixture(EmulatorFixture(
+            self.profile, **self.mount_kwargs))
         self.root = self.emulator.mountpoint
         self.client = self.emulator.client
 
