@@ -30,10 +30,13 @@ import tempfile
 import threading
 import time
 
+from oslo_log import log as logging
+
 from rdt_virt.emulator import control
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 
+LOG = logging.getLogger(__name__)
 FSTYPE = 'fuse.resctrl'
 DEV_FUSE = '/dev/fuse'
 #: Seconds between two samples of every thread's CPU time.
@@ -293,4 +296,8 @@ def _tick(state, stop, enforcer=None, interval=REFRESH_INTERVAL):
         with state.lock:
             state.refresh()
         if enforcer:
-            enforcer.apply()
+            try:
+                enforcer.apply()
+            except Exception:
+                # The counters must keep going whatever cgroups do.
+                LOG.exception('applying the MBA effect failed')
