@@ -3,10 +3,12 @@
 #
 # Run as root on Debian 12: it installs what it needs (bindep.txt: libvirt,
 # QEMU, FUSE), then starts an emulated two-socket reference host with its
-# own libvirtd and rdt-virt-agent, boots one protected and seven noisy KVM
-# guests, and prints the resctrl groups and a per-guest table of LLC
-# occupancy and memory bandwidth (emulated counters): without policy, with
-# the noisy guests at hw:mem_bw=10 per instance, and shared.
+# own libvirtd and rdt-virt-agent, and measures the work rate a protected
+# KVM guest reports: alone, with seven noisy neighbours, and with the
+# neighbours at hw:mem_bw=10 per instance and shared. It prints the
+# experiment's table, every guest's emulated memory bandwidth and CPU time,
+# and writes results.json and scenario.png to its output directory
+# (--dir DIR, passed through; default a new one under /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -17,6 +17,7 @@
     rdt-virt-emulator mount --profile reference [--kernel 6.1+bw_validate]
         [--cmdline 'rdt=l3cat'] [--control SOCK] MOUNTPOINT
     rdt-virt-emulator mount --foreground ... MOUNTPOINT
+    rdt-virt-emulator mount --mba-effect ... MOUNTPOINT
     rdt-virt-emulator umount MOUNTPOINT
     rdt-virt-emulator profiles
     rdt-virt-emulator kernels
@@ -87,6 +88,9 @@ def _parser():
                         'host without rdt=l3cat')
     p.add_argument('--limbo-delay', type=float, metavar='SECONDS',
                    help='seconds a freed RMID stays busy (default 1)')
+    p.add_argument('--mba-effect', action='store_true',
+                   help='MB throttles also slow the throttled threads down '
+                        '(CPU quotas through cgroups), not only the counters')
     p.add_argument('--log-file', help='output of the background process')
     p.add_argument('mountpoint')
 
@@ -155,12 +159,13 @@ def _mount(args):
                  args.control)
         launcher.serve(args.mountpoint, profile, args.control,
                        limbo_delay=args.limbo_delay, debug=args.debug,
-                       kernel=kernel)
+                       kernel=kernel, mba_effect=args.mba_effect)
         return 0
     handle = launcher.mount(args.mountpoint, profile, args.control,
                             kernel=kernel, cmdline=args.cmdline,
                             limbo_delay=args.limbo_delay,
-                            log_path=args.log_file, debug=args.debug)
+                            log_path=args.log_file, debug=args.debug,
+                            mba_effect=args.mba_effect)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
              'log %s', profile.name, handle.mountpoint,
              handle.control_socket, handle.log_path)

@@ -20,15 +20,17 @@
         [--cache-dir C]
     rdt-virt-sandbox status [--dir DIR]
     rdt-virt-sandbox stop [--dir DIR]
-    rdt-virt-sandbox guest-image [--program burn|idle] PATH
-    rdt-virt-sandbox guest-xml --image PATH [--vcpus N] NAME
+    rdt-virt-sandbox guest-image [--program burn|idle|work] PATH
+    rdt-virt-sandbox guest-xml --image PATH [--vcpus N] [--serial-file F] NAME
 
 ``start`` prints how to reach the sandbox: the libvirt URI, the emulated
 resctrl path, the emulator's control socket and the command that enters the
 namespace, and returns. ``run`` does the same, then stays in the foreground
 until SIGTERM or SIGINT and stops the sandbox: the form a service manager
 (systemd, DevStack's run_process) wants. Both need root, /dev/kvm,
-/dev/fuse, libvirt and QEMU.
+/dev/fuse, libvirt and QEMU. MB throttles slow the throttled vCPUs down
+(cgroup CPU quotas, see :mod:`rdt_virt.emulator.enforce`) unless
+``--no-mba-effect`` is given.
 """
 
 import argparse
@@ -98,6 +100,10 @@ def main(argv=None):
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
+        cmd.add_argument('--no-mba-effect', dest='mba_effect',
+                         action='store_false',
+                         help='MB throttles scale the emulated counters '
+                              'only; they do not slow the vCPUs down')
     image = sub.add_parser('guest-image',
                            help='write a boot image for tiny guests')
     image.add_argument('--program', choices=sorted(guest.PROGRAMS),
@@ -106,6 +112,9 @@ def main(argv=None):
     xml = sub.add_parser('guest-xml', help='print a tiny guest domain XML')
     xml.add_argument('--image', required=True)
     xml.add_argument('--vcpus', type=int, default=1)
+    xml.add_argument('--serial-file',
+                     help='put the serial port on this file (a "work" '
+                          'guest reports its progress there)')
     xml.add_argument('name')
     args = parser.parse_args(argv)
 
@@ -113,14 +122,16 @@ def main(argv=None):
         print(guest.write_image(args.path, args.program))
         return 0
     if args.command == 'guest-xml':
-        print(guest.domain_xml(args.name, args.image, vcpus=args.vcpus))
+        print(guest.domain_xml(args.name, args.image, vcpus=args.vcpus,
+                               serial_file=args.serial_file))
         return 0
 
     try:
         sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
                               getattr(args, 'cache_dir', None),
                               kernel=getattr(args, 'kernel', None),
-                              cmdline=getattr(args, 'cmdline', None))
+                              cmdline=getattr(args, 'cmdline', None),
+                              mba_effect=getattr(args, 'mba_effect', True))
     except kernels.UnknownKernel as e:
         print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
         return 2

@@ -17,13 +17,17 @@
     rdt-virt-scenario [--dir DIR]
 
 Starts a sandbox with the emulated reference host, runs rdt-virt-agent
-against it and boots one protected and seven noisy guests, first without
-policy, then with the noisy guests at ``hw:mem_bw=10`` under each
-bandwidth strategy (see :mod:`rdt_virt.sandbox.scenario`). Needs root,
-/dev/kvm, /dev/fuse, libvirt and QEMU.
+against it and measures a protected guest's work rate alone, with seven
+noisy neighbours, and with the neighbours at ``hw:mem_bw=10`` under each
+bandwidth strategy (see :mod:`rdt_virt.sandbox.scenario`). The results
+(``results.json``, the chart ``scenario.png``, the guests' serial output and
+the agent's log) stay in DIR, by default a new directory under /tmp; the
+sandbox's own files are removed. Needs root, /dev/kvm, /dev/fuse, libvirt
+and QEMU.
 """
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -36,8 +40,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='rdt-virt-scenario',
         description='The reference scenario on an emulated RDT host.')
-    parser.add_argument('--dir', help='working directory (default: a new '
-                        'temporary one, removed at the end)')
+    parser.add_argument('--dir', help='working and output directory '
+                        '(default: a new one under /tmp)')
     args = parser.parse_args(argv)
     reasons = launcher.missing_prerequisites()
     if reasons:
@@ -52,8 +56,10 @@ def main(argv=None):
         print('rdt-virt-scenario: %s' % e, file=sys.stderr)
         return 1
     finally:
-        if not args.dir:
-            shutil.rmtree(directory, ignore_errors=True)
+        # The sandbox's private libvirt and namespace files are of no use
+        # once it stopped; the results stay.
+        shutil.rmtree(os.path.join(directory, 'sandbox'), ignore_errors=True)
+    print('Output directory: %s' % directory)
     return 0
 
 

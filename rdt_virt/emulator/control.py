@@ -156,7 +156,9 @@ class ControlServer(object):
                 'domains': list(m.domains),
                 'groups': [g.path or '/' for g in m.all_groups()],
                 'limbo_delay': m.limbo_delay,
-                'last_cmd_status': m.last_cmd_status}
+                'last_cmd_status': m.last_cmd_status,
+                'mba_effect': m.mba_effect_status()
+                if getattr(m, 'mba_effect_status', None) else None}
 
     def _op_log(self, since=0):
         return self.model.log.since(int(since))

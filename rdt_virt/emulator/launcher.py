@@ -30,11 +30,14 @@ import tempfile
 import threading
 import time
 
+from oslo_log import log as logging
+
 from rdt_virt.emulator import control
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 
+LOG = logging.getLogger(__name__)
 FSTYPE = 'fuse.resctrl'
 DEV_FUSE = '/dev/fuse'
 #: Seconds between two samples of every thread's CPU time.
@@ -188,7 +191,7 @@ def _tail(path, lines=20):
 
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
-          debug=False, kernel=None, cmdline=None):
+          debug=False, kernel=None, cmdline=None, mba_effect=False):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
@@ -202,6 +205,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
     :param limbo_delay: seconds between limbo checks (default 1.0).
     :param log_path: file for the child's output (default: next to the
         default control socket, or discarded).
+    :param mba_effect: make MB throttles slow the throttled threads down
+        (CPU quotas, see :mod:`enforce`), not only the counters.
     :returns: :class:`EmulatorHandle`.
     :raises EmulatorError: with the reason when the mount cannot be made.
     """
@@ -226,6 +231,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:
         cmd.append('--debug')
+    if mba_effect:
+        cmd.append('--mba-effect')
     # The child must import this very rdt_virt, wherever it came from.
     env = dict(os.environ)
     top = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -262,9 +269,10 @@ def mount(mountpoint, profile='reference', control_socket=None,
 
 
 def serve(mountpoint, profile, control_socket, legacy=False,
-          limbo_delay=None, debug=False, kernel=None):
+          limbo_delay=None, debug=False, kernel=None, mba_effect=False):
     """Build the model and serve FUSE and the control socket (blocks)."""
     # Imported here: mfusepy loads libfuse when imported.
+    from rdt_virt.emulator import enforce
     from rdt_virt.emulator import faults
     from rdt_virt.emulator import fusefs
     from rdt_virt.emulator import model
@@ -276,11 +284,12 @@ def serve(mountpoint, profile, control_socket, legacy=False,
         profile, threads.ProcThreads(), online_cpus=online,
         nr_cpu_ids=nr_cpu_ids, limbo_delay=limbo_delay, legacy=legacy,
         snapshot_max_age=0.05, kernel=kernel)
+    enforcer = enforce.start(state) if mba_effect else None
     refusals = faults.Faults()
     server = control.ControlServer(control_socket, state, refusals)
     server.start()
     stop = threading.Event()
-    ticker = threading.Thread(target=_tick, args=(state, stop),
+    ticker = threading.Thread(target=_tick, args=(state, stop, enforcer),
                               daemon=True, name='resctrl-counters')
     ticker.start()
     try:
@@ -288,12 +297,21 @@ def serve(mountpoint, profile, control_socket, legacy=False,
                      debug=debug, faults=refusals)
     finally:
         stop.set()
+        ticker.join(5)
+        if enforcer:
+            enforcer.release_all()
         server.stop()
 
 
-def _tick(state, stop, interval=REFRESH_INTERVAL):
+def _tick(state, stop, enforcer=None, interval=REFRESH_INTERVAL):
     # Sample threads regularly: CPU time of a thread that exits between
     # two reads would otherwise never reach its group's counters.
     while not stop.wait(interval):
         with state.lock:
             state.refresh()
+        if enforcer:
+            try:
+                enforcer.apply()
+            except Exception:
+                # The counters must keep going whatever cgroups do.
+                LOG.exception('applying the MBA effect failed')

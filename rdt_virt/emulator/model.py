@@ -152,6 +152,9 @@ class ResctrlModel(object):
             kernel if kernel is not None or not legacy else '6.1')
         self.snapshot_max_age = snapshot_max_age
         self.log = MutationLog()
+        # True while throttles slow the threads themselves (see enforce):
+        # the counters then follow CPU time without a throttle factor.
+        self.mba_effect = False
         self.max_threshold = 0
         self._snap = None
         self._status = ''
@@ -482,6 +485,11 @@ class ResctrlModel(object):
                 out.append(tid)
         return sorted(out)
 
+    def members(self):
+        """``{tid: control group}`` of threads outside the default group."""
+        return {tid: g.ctrl for tid, g in self._members.items()
+                if g.ctrl is not self.root}
+
     def group_of(self, tid):
         """The group holding *tid* (the root for threads never moved)."""
         return self._owner(tid)
@@ -498,6 +506,8 @@ class ResctrlModel(object):
         val = group.ctrl.config.get('MB', {}).get(dom, mb.max_bandwidth)
         if self.profile.mba_mbps:
             return 1.0, val
+        if self.mba_effect:
+            return 1.0, None
         if mb.unit_bytes_per_second:
             # Absolute units (AMD): a cap, except the unlimited value.
             if val >= mb.max_bandwidth:

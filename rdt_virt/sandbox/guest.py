@@ -12,19 +12,27 @@
 
 """Tiny KVM guests for the sandbox: noisy neighbours that are real.
 
-A guest boots from a one-sector disk image whose 16-bit program, started by
+A guest boots from a one-sector disk image whose program, started by
 SeaBIOS, never returns:
 
 * ``burn`` fills 512 KiB of conventional memory (0x10000-0x8ffff) with
   ``rep stosw``, forever: its vCPU threads use all the CPU they get;
-* ``idle`` halts, forever: its vCPU threads sleep.
+* ``idle`` halts, forever: its vCPU threads sleep;
+* ``work`` switches to 32-bit protected mode, writes 16 MiB of memory
+  (1-17 MiB) over and over and reports its own progress: it writes the line
+  :data:`WORK_BANNER` to the first serial port, then one ``.`` for every
+  :data:`WORK_UNIT_BYTES` it has written. A guest with its
+  serial port on a file (``domain_xml(serial_file=...)``) thus keeps a
+  count of its work that the host reads with :class:`WorkMeter`: the
+  stand-in for a benchmark's own figure (requests or bytes per second).
 
-Guests have no network and no other disk, 32 MiB of memory, a serial pty
-and no balloon; they start in well under a second.
+Guests have no network and no other disk, 32 MiB of memory, a serial port
+(a pty, or a file) and no balloon; they start in well under a second.
 """
 
 import json
 import os
+import time
 import uuid as uuid_mod
 from xml.sax import saxutils
 
@@ -40,7 +48,32 @@ BURN = bytes.fromhex('fa31c08ed8fc'
                      'ebea')
 # cli; hlt; jmp $-1 (back to hlt: an NMI must not wake it for good)
 IDLE = bytes.fromhex('faf4ebfd')
-PROGRAMS = {'burn': BURN, 'idle': IDLE}
+# Source of WORK (GNU as; 16-bit until protected mode, loaded at 0x7c00).
+# It runs in 32-bit protected mode (flat segments), where KVM executes it
+# natively also when real mode would be emulated, and walks 16 MiB.
+#   .code16
+#        cli; xor ax,ax; mov ds,ax; lgdt [gdtdesc]
+#        mov eax,cr0; or eax,1; mov cr0,eax; ljmp 0x08:pm
+#   .code32
+# pm:    mov ax,0x10; mov ds,ax; mov es,ax; mov ss,ax; cld
+#        mov dx,0x3f8; mov esi,banner
+# print: lodsb; test al,al; jz walk; out dx,al; jmp print
+# walk:  mov edi,0x100000                   ; 1 MiB .. 17 MiB
+# chunk: mov ecx,0x10000; rep stosd          ; 256 KiB
+#        mov al,'.'; out dx,al
+#        cmp edi,0x1100000; jb chunk; jmp walk
+# gdt:   null; code 0x00cf9a000000ffff; data 0x00cf92000000ffff
+# banner: .asciz "\r\nrdt-virt work\r\n"
+WORK = bytes.fromhex(
+    'fa31c08ed8660f0116707c0f20c06683c8010f22c066ea1d7c0000080066b81000'
+    '8ed88ec08ed0fc66baf803be767c0000ac84c07403eeebf8bf00001000b9000001'
+    '00f3abb02eee81ff0000100172eeebe78db6000000000000000000000000ffff00'
+    '00009acf00ffff00000092cf001700587c00000d0a7264742d7669727420776f72'
+    '6b0d0a00')
+WORK_BANNER = 'rdt-virt work'
+#: Bytes of guest memory written per ``.`` of a ``work`` guest.
+WORK_UNIT_BYTES = 0x10000 * 4
+PROGRAMS = {'burn': BURN, 'idle': IDLE, 'work': WORK}
 IMAGE_SIZE = 1024 * 1024
 
 
@@ -61,15 +94,22 @@ def write_image(path, program='burn'):
 
 
 def domain_xml(name, image, vcpus=1, memory_mib=32, uuid=None,
-               cputune='', metadata=''):
+               cputune='', metadata='', serial_file=None):
     """Domain XML of a tiny guest.
 
     :param image: a disk image made by :func:`write_image` (opened
         read-only, so one image serves every guest).
     :param cputune: XML inside ``<cputune>`` (cachetune, memorytune).
     :param metadata: XML inside ``<metadata>``.
+    :param serial_file: a file that gets the first serial port's output
+        (default: a pty).
     """
     esc = saxutils.escape
+    if serial_file:
+        serial = ("<serial type='file'><source path=%s/></serial>" %
+                  saxutils.quoteattr(serial_file))
+    else:
+        serial = "<serial type='pty'/>"
     return '''<domain type='kvm'>
   <name>{name}</name>
   <uuid>{uuid}</uuid>
@@ -93,13 +133,13 @@ def domain_xml(name, image, vcpus=1, memory_mib=32, uuid=None,
       <target dev='vda' bus='virtio'/>
       <readonly/>
     </disk>
-    <serial type='pty'/>
+    {serial}
     <memballoon model='none'/>
   </devices>
 </domain>
 '''.format(name=esc(name), uuid=uuid or uuid_mod.uuid4(),
            metadata=metadata, memory=int(memory_mib), vcpus=int(vcpus),
-           cputune=cputune, image=esc(image))
+           cputune=cputune, image=esc(image), serial=serial)
 
 
 def program_started(dom):
@@ -130,3 +170,54 @@ def vcpu_thread_ids(dom):
         dom, '{"execute": "query-cpus-fast"}', 0))
     return [cpu['thread-id'] for cpu in
             sorted(reply['return'], key=lambda c: c['cpu-index'])]
+
+
+def work_units(text):
+    """Units of work a ``work`` guest reported in its serial output *text*.
+
+    Only dots after the banner count: the firmware may print before it.
+    """
+    start = text.rfind(WORK_BANNER)
+    if start < 0:
+        return None
+    return text.count('.', start + len(WORK_BANNER))
+
+
+class WorkMeter(object):
+    """Reads the progress of a ``work`` guest from its serial file.
+
+    :meth:`sample` gives ``(monotonic time, units)``; :func:`work_rate`
+    turns two samples into bytes per second. The file only grows, so each
+    read starts where the last one ended.
+    """
+
+    def __init__(self, path, clock=time.monotonic):
+        self.path = path
+        self.clock = clock
+        self._text = ''
+        self._offset = 0
+
+    def sample(self):
+        """``(time, units)``; units is None until the banner appears."""
+        now = self.clock()
+        try:
+            with open(self.path, 'rb') as f:
+                f.seek(self._offset)
+                data = f.read()
+        except FileNotFoundError:
+            data = b''
+        self._offset += len(data)
+        self._text += data.decode('ascii', 'replace')
+        # Keep only what counting still needs: the banner and the dots.
+        start = self._text.rfind(WORK_BANNER)
+        if start > 0:
+            self._text = self._text[start:]
+        return now, work_units(self._text)
+
+
+def work_rate(first, second):
+    """Bytes per second between two :meth:`WorkMeter.sample` results."""
+    (t0, u0), (t1, u1) = first, second
+    if u0 is None or u1 is None or t1 <= t0:
+        return None
+    return (u1 - u0) * WORK_UNIT_BYTES / (t1 - t0)

@@ -58,14 +58,18 @@ class Sandbox(object):
     :param kernel: emulated kernel spec (see
         :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
     :param cmdline: emulated kernel command line (default: the profile's).
+    :param mba_effect: MB throttles slow the throttled threads (guests'
+        vCPUs) down, not only the emulated counters (see
+        :mod:`rdt_virt.emulator.enforce`).
     """
 
     def __init__(self, directory, profile='reference', cache_dir=None,
-                 kernel=None, cmdline=None):
+                 kernel=None, cmdline=None, mba_effect=True):
         self.paths = layout.Paths(directory, cache_dir)
         self.profile = profiles.get_profile(profile).name
         self.kernel = kernels.get_kernel(kernel).spec
         self.cmdline = cmdline
+        self.mba_effect = mba_effect
         self.info = layout.read_ready(self.paths)
 
     # Where things are ------------------------------------------------------
@@ -137,7 +141,8 @@ class Sandbox(object):
                                     kernel=self.kernel,
                                     cmdline=self.cmdline,
                                     control_socket=self.paths.control,
-                                    log_path=self.paths.log('emulator.log'))
+                                    log_path=self.paths.log('emulator.log'),
+                                    mba_effect=self.mba_effect)
         except emulator.EmulatorError as e:
             raise SandboxError('the emulated resctrl did not start: %s' % e)
         with open(self.paths.emulator_pid, 'w') as f:

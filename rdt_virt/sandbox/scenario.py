@@ -13,26 +13,37 @@
 """The reference scenario on an emulated RDT host.
 
 One protected guest and seven noisy neighbours share the emulated reference
-host (two-socket Xeon Gold 6252: 8 MBA CLOSIDs, CMT and MBM). The scenario
-runs three times over the same host, with rdt-virt-agent monitoring every
-guest:
+host (two-socket Xeon Gold 6252: 8 MBA CLOSIDs, CMT and MBM), with
+rdt-virt-agent monitoring every guest. Every guest runs the ``work``
+program of :mod:`guest`: it walks memory and reports what it wrote on its
+serial port, so the protected guest's *work rate* (MiB written per second,
+by its own account) stands in for the experiment's Redis GET/s. The phases:
 
-1. no policy: every guest in the default group;
-2. the noisy guests' flavor gets ``hw:mem_bw=10`` with the per-instance
-   strategy: libvirt gives each its own group (``<memorytune>``), which
-   takes all 7 MBA CLOSIDs left on this host;
-3. the same with the shared strategy: rdt-virt-agent puts all seven into
-   one group, ``rdtvirt-mb10``: one CLOSID.
+1. the protected guest alone;
+2. with the seven noisy neighbours, no policy;
+3. the neighbours' flavor at ``hw:mem_bw=10`` with the per-instance
+   strategy: libvirt gives each its own group (``<memorytune>``), which takes
+   all 7 MBA CLOSIDs left on this host;
+4. the same with the shared strategy: rdt-virt-agent puts all seven into one
+   group, ``rdtvirt-mb10``: one CLOSID.
 
-Between phases it prints the resctrl groups (``rdt-virt groups``) and the
-per-guest table (``rdt-virt top``), and at the end the memory bandwidth of
-every guest side by side. The counters are the emulator's: memory traffic
-grows with each guest's CPU time, scaled by its group's MBA throttle. They
-show what rdt-virt configures and reports, not how real hardware behaves
-under contention.
+In each phase, once the guests have settled, it takes repeated samples of
+the protected guest's work rate, of every guest's memory bandwidth as
+rdt-virt-agent reports it, and of every guest's real CPU time, and prints
+them as mean and standard deviation over the samples, in the experiment's
+form (work rate and its share of the alone phase), with a chart when
+matplotlib is installed (``rdt-virt[plot]``).
+
+The memory bandwidth is emulated: the emulator charges each CPU-second of a
+guest as memory traffic, and its MBA throttles slow the throttled vCPUs down
+through CPU quotas and weights (:mod:`rdt_virt.emulator.enforce`). On this
+host the guests thus contend for CPU time where the reference host's guests
+contended for memory bandwidth; the doc's emulated-host page says what that
+does and does not show.
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -41,6 +52,7 @@ import uuid as uuid_mod
 
 from rdt_virt.agent import state as state_mod
 from rdt_virt.cmd import cli
+from rdt_virt.emulator import threads as threads_mod
 from rdt_virt.libvirt import capabilities
 from rdt_virt.libvirt import elements
 from rdt_virt.policy import extra_specs
@@ -51,9 +63,18 @@ from rdt_virt.sandbox import launcher
 NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
 NOISY = ['noisy-%d' % i for i in range(1, 8)]
 PROTECTED = 'protected'
+GUESTS = [PROTECTED] + NOISY
 NOISY_SPECS = {'hw:mem_bw': '10'}
+#: Phase keys and titles, in order.
+PHASES = [
+    ('alone', 'protected guest alone'),
+    ('none', 'with 7 noisy neighbours, no policy'),
+    ('per-instance', 'neighbours at hw:mem_bw=10, per-instance strategy'),
+    ('shared', 'neighbours at hw:mem_bw=10, shared strategy'),
+]
+MIB = 1024.0 * 1024
 
-AGENT_CONF = '''[DEFAULT]
+AGENT_CONF = """[DEFAULT]
 debug = false
 log_file = {dir}/agent.log
 
@@ -70,7 +91,7 @@ qemu_pid_dir = {qemu_pid_dir}
 tick_interval = 2
 sample_interval = {sample}
 prometheus_port = 0
-'''
+"""
 
 
 def nova_metadata(name, flavor, specs):
@@ -83,21 +104,110 @@ def nova_metadata(name, flavor, specs):
             '</nova:instance>' % (NOVA_NS, name, flavor, extra))
 
 
-class Scenario(object):
-    """Runs the phases; ``out`` gets the report."""
+def stats(values):
+    """``(mean, standard deviation)`` of samples; None for none."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return mean, math.sqrt(var)
 
-    def __init__(self, directory, out=sys.stdout, settle=8.0, sample=2.0):
+
+def summarize(samples):
+    """Means and spreads of a phase's samples (see :meth:`Scenario.sample`).
+
+    :returns: ``{'work': (mean, sd), 'share': (mean, sd) or None,
+        'guests': {name: {'mbm': (mean, sd), 'cpu': (mean, sd)}}}``; shares
+        of the alone phase are filled in by :func:`add_shares`.
+    """
+    guests = {}
+    for name in GUESTS:
+        mbm = stats([s['mbm'].get(name) for s in samples])
+        cpu = stats([s['cpu'].get(name) for s in samples])
+        if mbm or cpu:
+            guests[name] = {'mbm': mbm, 'cpu': cpu}
+    return {'work': stats([s['work'] for s in samples]),
+            'work_samples': [s['work'] for s in samples],
+            'guests': guests}
+
+
+def add_shares(results):
+    """Each phase's work rate as a share of the alone phase's mean."""
+    alone = results.get('alone', {}).get('work')
+    for phase in results.values():
+        if alone and alone[0]:
+            phase['share'] = stats([w / alone[0] for w in
+                                    phase['work_samples'] if w is not None])
+        else:
+            phase['share'] = None
+    return results
+
+
+def _pm(value, scale=1.0, fmt='%.1f'):
+    if not value:
+        return '-'
+    return (fmt + ' ± ' + fmt) % (value[0] * scale, value[1] * scale)
+
+
+def experiment_table(results):
+    """The experiment's table: work rate and share of the alone phase."""
+    rows = []
+    for i, (key, title) in enumerate(PHASES, 1):
+        phase = results.get(key)
+        if not phase:
+            continue
+        rows.append(['%d. %s' % (i, title),
+                     _pm(phase['work'], 1 / MIB),
+                     _pm(phase['share'], 100.0, '%.0f') + '%'
+                     if phase['share'] else '-'])
+    return _table(['PHASE', 'WORK RATE [MiB/s]', 'SHARE OF ALONE'], rows)
+
+
+def guest_table(results, key, scale, fmt):
+    """Every guest's mean ± sd of ``key`` (mbm, cpu) in every phase."""
+    rows = []
+    for name in GUESTS:
+        row = [name, '-' if name == PROTECTED else
+               NOISY_SPECS['hw:mem_bw'] + '% in 3-4']
+        for phase_key, _title in PHASES:
+            value = results.get(phase_key, {}).get('guests', {}).get(
+                name, {}).get(key)
+            row.append(_pm(value, scale, fmt))
+        rows.append(row)
+    return _table(['GUEST', 'MB THROTTLE'] +
+                  ['%d. %s' % (i, k) for i, (k, _t) in enumerate(PHASES, 1)],
+                  rows)
+
+
+class Scenario(object):
+    """Runs the phases; ``out`` gets the report.
+
+    :param settle: seconds between a phase's last boot and its first sample.
+    :param sample: seconds per sample (also the agent's sample interval).
+    :param samples: samples per phase.
+    """
+
+    def __init__(self, directory, out=sys.stdout, settle=8.0, sample=3.0,
+                 samples=5):
         self.dir = directory
         self.out = out
         self.settle = settle
-        self.sample = sample
+        self.sample_time = sample
+        self.samples = samples
         self.sandbox = launcher.Sandbox(
             os.path.join(directory, 'sandbox'), 'reference',
             cache_dir='/var/cache/rdt-virt/sandbox-libvirt')
         self.agent = None
         self.uuids = {}
-        # Control groups other than the default one, after phases 2 and 3.
+        self.meters = {}
+        self.vcpus = {}
+        # Control groups other than the default one, after phases 3 and 4.
         self.groups = {}
+        self.results = {}
+        self.chart = None
 
     # Plumbing ----------------------------------------------------------
 
@@ -112,7 +222,8 @@ class Scenario(object):
         self.conn = libvirt.open(self.sandbox.uri)
         self.caps = capabilities.parse(
             self.conn.getCapabilities()).capabilities
-        self.image = guest.write_image(os.path.join(self.dir, 'burn.img'))
+        self.image = guest.write_image(os.path.join(self.dir, 'work.img'),
+                                       'work')
 
     def stop(self):
         self.stop_agent()
@@ -126,7 +237,7 @@ class Scenario(object):
                 dir=self.dir, resctrl=self.sandbox.resctrl_root,
                 strategy=strategy, uri=self.sandbox.uri,
                 qemu_pid_dir=self.sandbox.paths.private('/run/libvirt') +
-                '/qemu', sample=self.sample))
+                '/qemu', sample=self.sample_time))
         self.agent = subprocess.Popen(
             [sys.executable, '-m', 'rdt_virt.cmd.agent', '--config-file',
              conf], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -148,23 +259,30 @@ class Scenario(object):
 
     def boot(self, name, specs):
         uid = self.uuids.setdefault(name, str(uuid_mod.uuid4()))
+        serial = os.path.join(self.dir, name + '.serial')
+        if os.path.exists(serial):
+            os.unlink(serial)
         base = guest.domain_xml(
-            name, self.image, vcpus=1, uuid=uid,
+            name, self.image, vcpus=1, uuid=uid, serial_file=serial,
             metadata=nova_metadata(name, 'm1.noisy' if specs else 'm1.small',
                                    specs))
         policy = extra_specs.from_extra_specs(specs)
         plan = fit.fit(policy, self.caps, self.strategy)
         xml = elements.insert(base, elements.elements(policy, plan, 1))
-        return self.conn.createXML(xml)
+        dom = self.conn.createXML(xml)
+        self.meters[name] = guest.WorkMeter(serial)
+        self.vcpus[name] = guest.vcpu_thread_ids(dom)
+        return dom
 
     def destroy(self, names):
         for name in names:
             self.conn.lookupByName(name).destroy()
+            self.meters.pop(name, None)
+            self.vcpus.pop(name, None)
 
     def wait_for_rates(self, names):
         """Wait until the agent published fresh rates for ``names``."""
         deadline = time.monotonic() + 60
-        time.sleep(self.settle)
         while time.monotonic() < deadline:
             doc = state_mod.read(os.path.join(self.dir, 'state.json'))
             if doc:
@@ -176,17 +294,69 @@ class Scenario(object):
         raise RuntimeError('rdt-virt-agent published no rates for %s; see '
                            '%s/agent.log' % (', '.join(names), self.dir))
 
-    def report(self, title):
-        names = [PROTECTED] + NOISY
+    def wait_for_work(self, name, timeout=120):
+        """Wait until *name*'s program runs (SeaBIOS has finished)."""
+        deadline = time.monotonic() + timeout
+        while self.meters[name].sample()[1] is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError('guest %s reported no work within %ss; '
+                                   'see %s' % (name, timeout,
+                                               self.meters[name].path))
+            time.sleep(0.5)
+
+    def _cpu_seconds(self):
+        out = {}
+        for name, tids in self.vcpus.items():
+            total = 0
+            for tid in tids:
+                try:
+                    with open('/proc/%d/stat' % tid) as f:
+                        total += threads_mod.parse_stat(f.read())[1]
+                except (OSError, ValueError, IndexError):
+                    pass
+            out[name] = total / 1e9
+        return out
+
+    def sample(self):
+        """One sample: work rate, CPU shares and agent rates over a window.
+
+        :returns: ``{'work': bytes/s of the protected guest, 'cpu': {name:
+            share of one CPU}, 'mbm': {name: bytes/s from the agent}}``
+        """
+        w0, c0, t0 = (self.meters[PROTECTED].sample(), self._cpu_seconds(),
+                      time.monotonic())
+        time.sleep(self.sample_time)
+        w1, c1, t1 = (self.meters[PROTECTED].sample(), self._cpu_seconds(),
+                      time.monotonic())
+        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
+        mbm = {i.get('name'): i.get('mbm_total_bps')
+               for i in doc.get('instances', {}).values()
+               if i.get('name') in self.vcpus}
+        return {'work': guest.work_rate(w0, w1),
+                'cpu': {n: (c1[n] - c0.get(n, 0.0)) / (t1 - t0)
+                        for n in c1},
+                'mbm': mbm}
+
+    def measure(self, key, title):
+        names = [n for n in GUESTS if n in self.vcpus]
+        self.wait_for_work(PROTECTED)
+        time.sleep(self.settle)
         doc = self.wait_for_rates(names)
-        self.say('== %s ==' % title)
+        samples = [self.sample() for _i in range(self.samples)]
+        self.results[key] = summarize(samples)
+        self.say('== Phase %d: %s ==' % (
+            [k for k, _t in PHASES].index(key) + 1, title))
         self.say()
         self.say('resctrl groups (rdt-virt groups):')
         self.say(_indent(self.cli('groups')))
         self.say('per guest, emulated counters (rdt-virt top):')
+        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or doc
         self.say(_indent(cli.top_table(doc)))
-        return {i['name']: i for i in doc['instances'].values()
-                if i.get('name') in names}
+        work = self.results[key]['work']
+        self.say('protected guest work rate: %s MiB/s over %d samples of '
+                 '%.0fs' % (_pm(work, 1 / MIB), self.samples,
+                            self.sample_time))
+        self.say()
 
     # Phases --------------------------------------------------------------
 
@@ -195,68 +365,89 @@ class Scenario(object):
                  'host')
         self.say('(2-socket Xeon Gold 6252 profile: L3 CAT 7ff, MBA 10% '
                  'steps with 8 CLOSIDs, CMT+MBM).')
-        self.say('All counters are EMULATED: memory traffic follows each '
-                 'guest\'s CPU time,')
-        self.say('scaled by its group\'s MBA throttle; this shows what '
-                 'rdt-virt configures and')
-        self.say('reports, not real contention.')
+        self.say('EMULATED: memory traffic is each guest\'s CPU time at '
+                 'a fixed rate, and MBA')
+        self.say('throttles slow the throttled vCPUs down with CPU quotas '
+                 'and weights: the guests')
+        self.say('contend for this machine\'s CPUs where the reference '
+                 'host\'s contended for memory.')
         self.say()
         self.start()
         try:
-            results = {}
             self.start_agent('per-instance')
+            self.say('emulated MBA effect: %s' % _effect(
+                self.sandbox.control.status().get('mba_effect')))
+            self.say()
             self.boot(PROTECTED, {})
+            self.measure(*PHASES[0])
+
             for name in NOISY:
                 self.boot(name, {})
-            results['none'] = self.report(
-                'Phase 1: no policy (8 burning guests, default group)')
+            self.measure(*PHASES[1])
 
             self.destroy(NOISY)
             for name in NOISY:
                 self.boot(name, NOISY_SPECS)
-            results['per-instance'] = self.report(
-                'Phase 2: noisy guests at hw:mem_bw=10, per-instance '
-                'strategy (libvirt <memorytune>)')
+            self.measure(*PHASES[2])
             self.groups['per-instance'] = self.control_groups()
 
             self.destroy(NOISY)
             self.start_agent('shared')
             for name in NOISY:
                 self.boot(name, NOISY_SPECS)
-            results['shared'] = self.report(
-                'Phase 3: noisy guests at hw:mem_bw=10, shared strategy '
-                '(rdt-virt-agent group rdtvirt-mb10)')
+            self.measure(*PHASES[3])
             self.groups['shared'] = self.control_groups()
-            self.summary(results, self.groups['per-instance'],
-                         self.groups['shared'])
         finally:
             self.stop()
-        return results
+        add_shares(self.results)
+        self.summary()
+        return self.results
 
     def control_groups(self):
         rows = json.loads(self.cli('groups', '--json'))
         return sorted(r['group'] for r in rows
                       if r['kind'] == 'control' and r['owner'] != 'default')
 
-    def summary(self, results, per_instance, shared):
-        self.say('== Summary: memory bandwidth per guest (emulated MB/s) ==')
+    def summary(self):
+        results = self.results
+        self.say('== The experiment: protected guest\'s work rate '
+                 '(mean ± sd over %d samples) ==' % self.samples)
         self.say()
-        rows = []
-        for name in [PROTECTED] + NOISY:
-            values = [results[p][name].get('mbm_total_bps') or 0.0
-                      for p in ('none', 'per-instance', 'shared')]
-            rows.append([name, NOISY_SPECS['hw:mem_bw'] + '%'
-                         if name != PROTECTED else '-'] +
-                        ['%.1f' % (v / 1e6) for v in values] +
-                        ['%.2fx' % (values[2] / values[0]
-                                    if values[0] else 0)])
-        self.say(_indent(_table(
-            ['GUEST', 'MB THROTTLE', 'NO POLICY', 'PER-INSTANCE', 'SHARED',
-             'SHARED/NONE'], rows)))
+        self.say(_indent(experiment_table(results)))
+        self.say('== Memory bandwidth per guest (emulated MBM, MB/s, '
+                 'from rdt-virt-agent) ==')
+        self.say()
+        self.say(_indent(guest_table(results, 'mbm', 1e-6, '%.1f')))
+        self.say('== Real CPU time of each guest\'s vCPU (% of one CPU) ==')
+        self.say()
+        self.say(_indent(guest_table(results, 'cpu', 100.0, '%.1f')))
         self.say('CLOSIDs taken by the noisy guests, per-instance strategy: '
-                 '%d (%s)' % (len(per_instance), ', '.join(per_instance)))
+                 '%d (%s)' % (len(self.groups['per-instance']),
+                              ', '.join(self.groups['per-instance'])))
         self.say('CLOSIDs taken by the noisy guests, shared strategy:       '
-                 '%d (%s)' % (len(shared), ', '.join(shared)))
+                 '%d (%s)' % (len(self.groups['shared']),
+                              ', '.join(self.groups['shared'])))
+        path = os.path.join(self.dir, 'results.json')
+        with open(path, 'w') as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+        self.say('Results: %s' % path)
+        from rdt_virt.sandbox import chart
+        try:
+            self.chart = chart.write(results, os.path.join(self.dir,
+                                                           'scenario.png'))
+            self.say('Chart:   %s' % self.chart)
+        except chart.Unavailable as e:
+            self.say('Chart:   not written (%s)' % e)
+
+
+def _effect(status):
+    if not status:
+        return 'none'
+    if not status.get('backend'):
+        return 'none (%s); throttles scale the counters only' % (
+            status.get('reason'))
+    return 'CPU quota and weight per throttled thread (%s at %s)' % (
+        status['backend'], status['mount'])
 
 
 def _table(headers, rows):

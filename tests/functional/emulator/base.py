@@ -58,6 +58,8 @@ class EmulatorTestCase(base.TestCase):
     profile = 'reference'
     #: Kernel spec; None: ``RDT_VIRT_TEST_KERNEL`` or the newest release.
     kernel = None
+    #: Further arguments of :func:`launcher.mount`.
+    mount_kwargs = {}
 
     def setUp(self):
         super().setUp()
@@ -67,8 +69,8 @@ class EmulatorTestCase(base.TestCase):
                      'libfuse3 is not installed')
         self.require(shutil.which('fusermount3') or shutil.which('umount'),
                      'fusermount3 is not installed')
-        self.emulator = self.useFixture(EmulatorFixture(self.profile,
-                                                        self.kernel))
+        self.emulator = self.useFixture(EmulatorFixture(
+            self.profile, self.kernel, **self.mount_kwargs))
         self.root = self.emulator.mountpoint
         self.client = self.emulator.client
 

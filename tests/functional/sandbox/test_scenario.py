@@ -10,12 +10,23 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The README's main job, end to end, with shorter waits."""
+"""The README's main job, end to end, with shorter waits.
+
+The margins are wide on purpose: other tests and programs share the CPUs
+with the guests and their load changes from phase to phase. What the
+assertions check is the direction of each effect, which the mechanism makes
+large (on an idle 2-CPU host: the protected guest falls to about a quarter
+with seven neighbours and comes back near its alone rate when they are
+throttled to 10% of a CPU).
+"""
 
 import io
 import shutil
 import tempfile
 
+from testtools import content
+
+from rdt_virt.emulator import enforce
 from rdt_virt.sandbox import launcher
 from rdt_virt.sandbox import scenario
 from tests import base
@@ -23,33 +34,56 @@ from tests import base
 
 class TestReferenceScenario(base.TestCase):
 
-    def test_noisy_guests_are_throttled_with_either_strategy(self):
+    def test_throttling_the_neighbours_gives_the_protected_guest_back(self):
         reasons = launcher.missing_prerequisites()
+        backend, why = enforce.probe()
+        if backend is None:
+            reasons.append(why)
         self.require(not reasons, '; '.join(reasons))
         directory = tempfile.mkdtemp(prefix='rdt-scn-', dir='/tmp')
         self.addCleanup(shutil.rmtree, directory, True)
         out = io.StringIO()
-        run = scenario.Scenario(directory, out=out, settle=4.0)
+        run = scenario.Scenario(directory, out=out, settle=4.0, sample=2.0,
+                                samples=4)
         results = run.run()
+        report = out.getvalue()
+        self.addDetail('report', content.text_content(report))
 
-        def share(phase, name):
-            # Relative to the protected guest of the same phase: other
-            # tests may load the same cores, but all guests alike.
-            rates = results[phase]
-            return (rates[name]['mbm_total_bps'] /
-                    rates[scenario.PROTECTED]['mbm_total_bps'])
+        def work(phase):
+            return results[phase]['work'][0]
 
+        def relative(phase, name, key):
+            # Against the protected guest of the same samples: the load
+            # of the rest of the machine changes between phases.
+            guests = results[phase]['guests']
+            return guests[name][key][0] / guests[scenario.PROTECTED][key][0]
+
+        # Seven busy neighbours take the protected guest's CPU (its memory
+        # bandwidth, in the emulation).
+        self.assertLess(work('none'), 0.75 * work('alone'))
         for name in scenario.NOISY:
-            self.assertGreater(share('none', name), 0.5, name)
-            for phase in ('per-instance', 'shared'):
-                # Throttled to 10%: the emulated traffic follows.
-                self.assertLess(share(phase, name),
-                                0.25 * share('none', name), (phase, name))
+            # Unthrottled, a neighbour runs about as much as the protected.
+            self.assertGreater(relative('none', name, 'cpu'), 0.5, name)
+        for phase in ('per-instance', 'shared'):
+            # Throttled to 10%, they give it back.
+            self.assertGreater(work(phase), 1.3 * work('none'), phase)
+            for name in scenario.NOISY:
+                guest = results[phase]['guests'][name]
+                # Their real CPU time falls with their MB value: below the
+                # 10% cap (plus sampling slack) and, against the protected
+                # guest, well below what it was unthrottled.
+                self.assertLess(guest['cpu'][0], 0.13, (phase, name))
+                self.assertLess(relative(phase, name, 'cpu'),
+                                0.5 * relative('none', name, 'cpu'),
+                                (phase, name))
+                # The emulated bandwidth follows the CPU time.
+                self.assertLess(relative(phase, name, 'mbm'),
+                                0.5 * relative('none', name, 'mbm'),
+                                (phase, name))
         self.assertEqual(7, len(run.groups['per-instance']))
         self.assertEqual(['rdtvirt-mb10'], run.groups['shared'])
-        report = out.getvalue()
         self.assertIn('EMULATED', report)
-        self.assertIn('rdtvirt-mb10', report)
-        self.assertIn('== Summary', report)
+        self.assertIn('SHARE OF ALONE', report)
+        self.assertIn('cgroup-v', report)
         # Nothing is left running.
         self.assertFalse(run.sandbox.running())
