@@ -21,6 +21,8 @@
     rdt-virt-emulator umount MOUNTPOINT
     rdt-virt-emulator profiles
     rdt-virt-emulator kernels
+    rdt-virt-emulator render --profile amd DIR
+    rdt-virt-emulator mount --from-tree DIR MOUNTPOINT
     rdt-virt-emulator topology --profile reference [--cpus 0-1]
     rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
         set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay|
@@ -38,6 +40,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import launcher
 from rdt_virt.emulator import profiles
@@ -82,6 +85,9 @@ def _parser():
                         '"kernels"; default: newest)')
     p.add_argument('--legacy-kernel', action='store_true',
                    help='same as --kernel 6.1')
+    p.add_argument('--from-tree', metavar='DIR',
+                   help='emulate the host captured in DIR (rdt-virt '
+                        'capabilities --capture DIR) instead of a profile')
     p.add_argument('--cmdline', metavar='TEXT',
                    help='kernel command line of the emulated boot (default: '
                         'the profile\'s); e.g. "" to boot the reference '
@@ -100,6 +106,11 @@ def _parser():
     sub.add_parser('profiles', help='list the hardware profiles')
     sub.add_parser('kernels', help='list the kernel releases and the '
                                    'features they have')
+
+    p = sub.add_parser('render', help='write a profile as a captured tree')
+    p.add_argument('--profile', default='reference')
+    p.add_argument('--kernel', metavar='SPEC')
+    p.add_argument('directory')
 
     p = sub.add_parser('topology', help='print the CPU cache sysfs files '
                                         'a profile presents, as JSON')
@@ -147,7 +158,11 @@ def _ctl_args(args):
 
 
 def _mount(args):
-    profile = profiles.get_profile(args.profile, args.cmdline)
+    if args.from_tree:
+        profile = profiles.get_profile(fromtree.load(args.from_tree),
+                                       args.cmdline)
+    else:
+        profile = profiles.get_profile(args.profile, args.cmdline)
     kernel = kernels.get_kernel(args.kernel or (
         '6.1' if args.legacy_kernel else None))
     if args.foreground:
@@ -163,6 +178,7 @@ def _mount(args):
         return 0
     handle = launcher.mount(args.mountpoint, profile, args.control,
                             kernel=kernel, cmdline=args.cmdline,
+                            from_tree=args.from_tree,
                             limbo_delay=args.limbo_delay,
                             log_path=args.log_file, debug=args.debug,
                             mba_effect=args.mba_effect)
@@ -216,6 +232,10 @@ def main(argv=None):
             return 0
         if args.command == 'kernels':
             return _kernels()
+        if args.command == 'render':
+            print(fromtree.render(args.profile, args.directory,
+                                  kernel=args.kernel))
+            return 0
         if args.command == 'topology':
             return _topology(args)
         client = control.ControlClient(args.control)
@@ -223,7 +243,8 @@ def main(argv=None):
         print(json.dumps(result, indent=1, sort_keys=True))
         return 0
     except (launcher.EmulatorError, control.ControlError,
-            profiles.UnknownProfile, kernels.UnknownKernel) as e:
+            profiles.UnknownProfile, kernels.UnknownKernel,
+            fromtree.TreeError) as e:
         print('rdt-virt-emulator: error: %s' % e, file=sys.stderr)
         return 1
     except BrokenPipeError:

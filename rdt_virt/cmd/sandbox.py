@@ -39,6 +39,7 @@ import sys
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import guest
@@ -94,6 +95,9 @@ def main(argv=None):
                          help='emulated kernel release and features, e.g. '
                               '6.1 or 6.1+bw_validate (default: newest; '
                               'see "rdt-virt-emulator kernels")')
+        cmd.add_argument('--from-tree', metavar='DIR',
+                         help='emulate the host captured in DIR instead of '
+                              'a profile')
         cmd.add_argument('--cmdline', metavar='TEXT',
                          help='emulated kernel command line (default: the '
                               'profile\'s, e.g. rdt=l3cat for reference)')
@@ -131,8 +135,9 @@ def main(argv=None):
                               getattr(args, 'cache_dir', None),
                               kernel=getattr(args, 'kernel', None),
                               cmdline=getattr(args, 'cmdline', None),
-                              mba_effect=getattr(args, 'mba_effect', True))
-    except kernels.UnknownKernel as e:
+                              mba_effect=getattr(args, 'mba_effect', True),
+                              from_tree=getattr(args, 'from_tree', None))
+    except (kernels.UnknownKernel, fromtree.TreeError) as e:
         print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
         return 2
     try:

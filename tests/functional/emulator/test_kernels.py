@@ -17,6 +17,7 @@ import os
 
 import testscenarios
 
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from tests.functional.emulator import base
 from tests.functional import matrix
@@ -59,3 +60,27 @@ class KernelMatrixTest(testscenarios.WithScenarios, base.EmulatorTestCase):
             self.write('g1/tasks', '%d\n' % b.pid)
         self.assertEqual({a.pid, b.pid},
                          {int(t) for t in self.read('g1', 'tasks').split()})
+
+
+class PresetMountTest(base.EmulatorTestCase):
+    """Presets and a captured tree through real mounts."""
+
+    def mount(self, **kwargs):
+        return self.useFixture(base.EmulatorFixture(**kwargs)).mountpoint
+
+    def test_reference_stock_and_captured_tree(self):
+        stock = self.mount(profile='reference', cmdline='')
+        self.assertEqual(['L3_MON', 'MB', 'last_cmd_status'],
+                         sorted(os.listdir(os.path.join(stock, 'info'))))
+        tree = os.path.join(self.useFixture(
+            base.fixtures.TempDir()).path, 'zen5')
+        fromtree.render('amd-zen5', tree)
+        root = self.mount(from_tree=tree)
+        with open(os.path.join(root, 'info', 'L3_MON',
+                               'mbm_assign_mode')) as f:
+            self.assertEqual('[mbm_event]\ndefault\n', f.read())
+        with open(os.path.join(root, 'schemata')) as f:
+            self.assertIn('SMBA:0=2048;1=2048', f.read())
+        os.mkdir(os.path.join(root, 'g1'))
+        self.assertIn('mbm_L3_assignments',
+                      os.listdir(os.path.join(root, 'g1')))
