@@ -131,6 +131,7 @@ def summarize(samples):
             guests[name] = {'mbm': mbm, 'cpu': cpu}
     return {'work': stats([s['work'] for s in samples]),
             'work_samples': [s['work'] for s in samples],
+            'mbm_samples': sum(1 for s in samples if s['mbm']),
             'guests': guests}
 
 
@@ -208,6 +209,7 @@ class Scenario(object):
         self.groups = {}
         self.results = {}
         self.chart = None
+        self._state_time = None
 
     # Plumbing ----------------------------------------------------------
 
@@ -329,9 +331,14 @@ class Scenario(object):
         w1, c1, t1 = (self.meters[PROTECTED].sample(), self._cpu_seconds(),
                       time.monotonic())
         doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
-        mbm = {i.get('name'): i.get('mbm_total_bps')
-               for i in doc.get('instances', {}).values()
-               if i.get('name') in self.vcpus}
+        mbm = {}
+        # A state file the agent has not rewritten since the last sample
+        # holds the same rates: counting them again would shrink the spread.
+        if doc.get('time') != self._state_time:
+            self._state_time = doc.get('time')
+            mbm = {i.get('name'): i.get('mbm_total_bps')
+                   for i in doc.get('instances', {}).values()
+                   if i.get('name') in self.vcpus}
         return {'work': guest.work_rate(w0, w1),
                 'cpu': {n: (c1[n] - c0.get(n, 0.0)) / (t1 - t0)
                         for n in c1},
@@ -418,6 +425,11 @@ class Scenario(object):
                  'from rdt-virt-agent) ==')
         self.say()
         self.say(_indent(guest_table(results, 'mbm', 1e-6, '%.1f')))
+        self.say('  agent rates sampled (fresh state files) per phase: %s' %
+                 ', '.join('%d. %s' % (i, results[k].get('mbm_samples', '-'))
+                           for i, (k, _t) in enumerate(PHASES, 1)
+                           if k in results))
+        self.say()
         self.say('== Real CPU time of each guest\'s vCPU (% of one CPU) ==')
         self.say()
         self.say(_indent(guest_table(results, 'cpu', 100.0, '%.1f')))

@@ -58,6 +58,15 @@ class StatsTest(base.TestCase):
         self.assertEqual((0.125, 0.0),
                          results['none']['guests']['noisy-3']['cpu'])
         self.assertNotIn('noisy-3', results['alone']['guests'])
+        self.assertEqual(3, results['alone']['mbm_samples'])
+        # A sample without fresh agent rates counts for the rest only.
+        phase = scenario.summarize(samples([4, 6], {'protected': 0.5},
+                                           {}) +
+                                   samples([5], {'protected': 0.5},
+                                           {'protected': 1e9}))
+        self.assertEqual(1, phase['mbm_samples'])
+        self.assertEqual((1e9, 0.0), phase['guests']['protected']['mbm'])
+        self.assertEqual((5 * MIB, MIB), phase['work'])
 
     def test_tables(self):
         results = self.results()
