@@ -394,7 +394,8 @@ def parse(info, root_schemata='', root_size='', mount_options=(),
     :param mount_options: options of the resctrl mount (``cdp``,
         ``mba_MBps``, ...).
     :param mon_domain_ids: ids of the ``mon_data/mon_L3_XX`` directories.
-    :raises: InvalidCapabilities when a needed file is missing or garbled.
+    :raises: InvalidCapabilities when a needed file is missing or garbled,
+        InvalidSchemata when the root group's schemata or size is.
     """
     root = schemata_mod.parse(root_schemata) if root_schemata else {}
     sizes = schemata_mod.parse(root_size, decimal=True) if root_size else {}
