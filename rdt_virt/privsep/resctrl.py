@@ -33,6 +33,7 @@ code from :data:`ERRORS`, so nothing but plain data crosses the privsep
 channel.
 """
 
+import errno
 import os
 
 from oslo_config import cfg
@@ -248,6 +249,7 @@ def assign_tasks(group, mon_group, tids):
     rc = _resctrl()
     check_path(rc, rc.path(group, mon_group, 'tasks'))
     moved, gone = [], []
+    list_refused = False
     if len(tids) > 1 and _MULTI_TID['supported'] is not False:
         # One write instead of one per thread; on any refusal (an exited
         # thread, an old kernel) the per-thread writes below sort it out,
@@ -256,11 +258,13 @@ def assign_tasks(group, mon_group, tids):
             rc.add_tasks_at_once(tids, group, mon_group)
             _MULTI_TID['supported'] = True
             return dict(OK, moved=list(tids), gone=[])
-        except (exception.ResctrlError, OSError):
-            pass
+        except (exception.ResctrlError, OSError) as e:
+            # Old kernels parse one integer: EINVAL. Anything else (EIO,
+            # EBUSY) says nothing about the list.
+            list_refused = getattr(e, 'errno', None) == errno.EINVAL
     try:
         moved, gone = rc.add_tasks(tids, group, mon_group)
-        if _MULTI_TID['supported'] is None and not gone:
+        if _MULTI_TID['supported'] is None and not gone and list_refused:
             # Every thread was fine alone: the list itself was refused.
             _MULTI_TID['supported'] = False
     except (exception.ResctrlError, OSError) as e:
