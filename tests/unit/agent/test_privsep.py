@@ -334,3 +334,17 @@ class TestMultipleThreadsPerWrite(PrivsepTestCase):
         self.assertEqual(tids, [t for chunk in written for t in chunk])
         for chunk in written:
             self.assertLess(len(','.join(map(str, chunk))), 4096)
+
+    def test_a_passing_error_keeps_the_list(self):
+        # An EIO the kernel gave for one write says nothing about lists:
+        # the next call must still try one write.
+        failed = exception.ResctrlWriteError(self.tasks, '11,12', 5,
+                                             'Input/output error', 'ok')
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once',
+                               side_effect=failed):
+            result = priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertEqual([11, 12], result['moved'])
+        self.assertIsNone(priv._MULTI_TID['supported'])
+        with mock.patch.object(fs.Resctrl, 'add_tasks_at_once') as once:
+            priv.assign_tasks('rdtvirt-mb10', None, [11, 12])
+        self.assertTrue(once.called)
