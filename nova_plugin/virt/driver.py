@@ -148,11 +148,29 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         :param exclude: an instance uuid whose current claim is being
             replaced (not counted).
         """
-        held = [c for c in self._rdt_claims.all()
-                if not (exclude and c.uuid == exclude and
-                        self._rdt_claims.get(exclude) is c)]
-        return claims_mod.available(state.capacity, held, state.group_names,
-                                    self._rdt_resctrl.prefix)
+        held = [c for c in self._rdt_claims.current()
+                if not (exclude and c.uuid == exclude)]
+        return claims_mod.available(
+            state.capacity, held, state.group_names,
+            self._rdt_resctrl.prefix, machines=self._rdt_machines(),
+            previous=self._rdt_claims.previous())
+
+    def _rdt_machines(self):
+        """{uuid: libvirt machine name} of the domains running here.
+
+        A claim counts as present in resctrl only through the groups of
+        its own running domain. Without the list, none does: claims are
+        then counted twice rather than not at all.
+        """
+        try:
+            return {dom.UUIDString(): claims_mod.machine_name(dom.ID(),
+                                                              dom.name())
+                    for dom in self._host.list_instance_domains(
+                        only_running=True)}
+        except Exception as e:
+            LOG.warning('Cannot list running domains to match their '
+                        'resctrl groups: %s', e)
+            return {}
 
     def rdt_host(self):
         """The :class:`~rdt_virt.policy.hoststats.HostRDT` to report."""

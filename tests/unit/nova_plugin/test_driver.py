@@ -71,6 +71,9 @@ class FakeDomain(object):
     def UUIDString(self):
         return self.inst.uuid
 
+    def ID(self):
+        return 1
+
     def name(self):
         return self.inst.name
 
