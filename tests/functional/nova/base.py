@@ -136,6 +136,7 @@ class RDTServersTestBase(base.ServersTestBase):
             'nova.virt.__path__',
             list(nova.virt.__path__) + [os.path.join(REPO, 'nova', 'virt')]))
         self._rdt_variants = {}
+        self._rdt_flags = {}
         self.roots = {}
         super().setUp()
         # Nova 34 turns SQLAlchemy deprecations in nova into errors, and
@@ -217,11 +218,17 @@ class RDTServersTestBase(base.ServersTestBase):
         self.roots[hostname] = tree
         self._rdt_variants[hostname] = variant
         # The driver reads [rdt] when it starts; computes share CONF.
-        self.flags(resctrl_root=tree, mb_strategy=strategy,
-                   monitoring=monitoring,
-                   state_file=os.path.join(root, 'state.json'),
-                   group='rdt')
+        self._rdt_flags[hostname] = dict(
+            resctrl_root=tree, mb_strategy=strategy, monitoring=monitoring,
+            state_file=os.path.join(root, 'state.json'))
+        self.flags(group='rdt', **self._rdt_flags[hostname])
         return self.start_compute(hostname)
+
+    def restart_rdt_compute(self, hostname):
+        """Restart nova-compute on ``hostname``; its domains stay."""
+        self.flags(group='rdt', **self._rdt_flags[hostname])
+        return self.restart_compute_service(hostname,
+                                            keep_hypervisor_state=True)
 
     # Helpers -----------------------------------------------------------
 

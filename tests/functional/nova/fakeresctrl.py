@@ -303,6 +303,24 @@ class RDTDomain(fakelibvirt.Domain):
         conn.rdt_start(self)
         super().createWithFlags(flags)
 
+    def XMLDesc(self, flags):
+        # fakelibvirt writes its XML from what it parsed, which knows no
+        # <cachetune>, <memorytune> or metadata: add them back as libvirt
+        # would show them.
+        xml = etree.fromstring(super().XMLDesc(flags).encode())
+        src = etree.fromstring(self.rdt_xml.encode())
+        tunes = src.findall('./cputune/cachetune') + src.findall(
+            './cputune/memorytune')
+        if tunes:
+            cputune = xml.find('cputune')
+            if cputune is None:
+                cputune = etree.SubElement(xml, 'cputune')
+            cputune.extend(tunes)
+        metadata = src.find('metadata')
+        if metadata is not None and xml.find('metadata') is None:
+            xml.append(metadata)
+        return etree.tostring(xml, encoding='unicode')
+
     def reset(self, flags):
         # A guest reset: libvirt keeps the process and its groups.
         self._state = fakelibvirt.VIR_DOMAIN_RUNNING
