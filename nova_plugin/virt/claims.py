@@ -29,18 +29,21 @@ confirmed or reverted, as Nova does for the other resources.
 """
 
 import dataclasses
-import re
 import threading
 
 from rdt_virt import exception
 from rdt_virt.policy import groups as groups_mod
 from rdt_virt.resctrl import bitmask
 
-# libvirt names the resctrl group of a <cachetune>/<memorytune> after the
-# domain's machine name and the vCPUs: qemu-<domain id>-<name>-vcpus_<list>,
-# where the name is cut to its first 20 characters (libvirt's short name).
-_LIBVIRT_GROUP = re.compile(r'^qemu-\d+-(?P<name>.+)-vcpus_[0-9,-]+$')
-_SHORT_NAME_MAX = 20
+# libvirt 9 names the resctrl group of a <cachetune>/<memorytune>
+# <machine name>-<allocation id>: the machine name is qemu-<domain id>-<the
+# domain name's [A-Za-z0-9.-] characters> (virDomainDriverGenerateMachineName,
+# at most 64 characters), the allocation id is "vcpus_<list>" or the
+# element's id attribute. A domain gets a new id at every start, so the
+# machine name of a running domain names its groups and no other's.
+_HOSTNAME_CHARS = frozenset(
+    'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-')
+_MACHINE_NAME_MAX = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,25 +56,44 @@ class Claim:
     plan: object
 
 
-def libvirt_group_names(group_names):
-    """Domain names (possibly shortened by libvirt) of libvirt's groups."""
-    names = set()
-    for group in group_names:
-        match = _LIBVIRT_GROUP.match(group)
-        if match:
-            names.add(match.group('name'))
-    return names
+def machine_name(dom_id, name):
+    """libvirt's machine name of QEMU domain ``name`` running as ``dom_id``.
+
+    Only characters valid in a host name are kept, dots and dashes are not
+    repeated, leading or trailing, and the name stops growing at 64
+    characters.
+    """
+    out = 'qemu-%d-' % dom_id
+    skip = True
+    for char in name:
+        if len(out) >= _MACHINE_NAME_MAX:
+            break
+        if char in '.-':
+            if not skip:
+                out += char
+            skip = True
+            continue
+        if char in _HOSTNAME_CHARS:
+            out += char
+            skip = False
+    return out.rstrip('-.')
 
 
-def realized(claim, group_names, domains, prefix):
+def realized(claim, group_names, machines, prefix):
     """True if resctrl already shows the control group of ``claim``.
 
     :param group_names: control group names in resctrl.
-    :param domains: :func:`libvirt_group_names` of ``group_names``.
+    :param machines: ``{instance uuid: machine name}`` of the domains that
+        run on this host now (:func:`machine_name`).
     """
     plan = claim.plan
     if plan.libvirt_group:
-        return claim.name[:_SHORT_NAME_MAX] in domains
+        machine = machines.get(claim.uuid)
+        if machine is None:
+            return False
+        head = machine + '-'
+        return any(g.startswith(head) and len(g) > len(head)
+                   for g in group_names)
     if plan.own_group:
         return groups_mod.instance_group(prefix, claim.uuid) in group_names
     # Shared groups and monitoring: nothing of the instance's own to count
@@ -178,6 +200,16 @@ class Claims(object):
                 self._current[uuid] = old
             return old
 
+    def current(self):
+        """The current claim of every instance."""
+        with self.lock:
+            return list(self._current.values())
+
+    def previous(self):
+        """The old claims of same-host resizes."""
+        with self.lock:
+            return list(self._previous.values())
+
     def all(self):
         """Every claim held, the old sides of same-host resizes included."""
         with self.lock:
@@ -188,18 +220,25 @@ class Claims(object):
         return len(self._current) + len(self._previous)
 
 
-def available(capacity, claims, group_names, prefix):
+def available(capacity, claims, group_names, prefix, machines=None,
+              previous=()):
     """What is left after the claims that resctrl does not show yet.
 
     :param capacity: :class:`~rdt_virt.policy.capacity.Capacity` from
         resctrl (``capacity.from_state``).
-    :param claims: iterable of :class:`Claim`.
+    :param claims: iterable of current :class:`Claim` objects.
     :param group_names: the control group names in resctrl.
     :param prefix: ``[rdt] group_prefix``.
+    :param machines: ``{uuid: machine name}`` of the running domains.
+    :param previous: the old claims of same-host resizes. Their domain is
+        gone until a revert, and a group of the same instance belongs to
+        its new flavor: they are always subtracted.
     """
     names = frozenset(group_names)
-    domains = libvirt_group_names(names)
+    machines = machines or {}
     for claim in claims:
-        if not realized(claim, names, domains, prefix):
+        if not realized(claim, names, machines, prefix):
             capacity = consume(capacity, claim.plan)
+    for claim in previous:
+        capacity = consume(capacity, claim.plan)
     return capacity

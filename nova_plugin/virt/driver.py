@@ -34,6 +34,7 @@ instances without RDT extra specs as the plain libvirt driver does.
 import contextlib
 import threading
 
+from nova.compute import task_states
 from nova import exception as nova_exception
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_concurrency import lockutils
@@ -43,6 +44,7 @@ from oslo_utils import excutils
 from nova_plugin.virt import claims as claims_mod
 from nova_plugin.virt import config as guest_config
 from nova_plugin.virt import host as host_mod
+from nova_plugin.virt import lifecycle
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities as libvirt_caps
@@ -99,7 +101,18 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         # here (spawn, resize, live migration, hard reboot): the periodic
         # reconciliation keeps their claims although no domain exists yet.
         self._rdt_busy = set()
+        # {uuid: task states} of instances whose domain is destroyed only
+        # to be created again here (a rebuild between destroy() and
+        # spawn(), a same-host revert between destroy() and
+        # finish_revert_migration()): their claims stay while the
+        # instance's task state is one of those.
+        self._rdt_pending = {}
+        # uuids live migrating to this host: claimed at pre_live_migration,
+        # kept until Nova's Migration record says the migration ended.
+        self._rdt_incoming = set()
         self._rdt_sets_lock = threading.Lock()
+        # The compute host's name, from init_host().
+        self._rdt_hostname = None
 
     @contextlib.contextmanager
     def _rdt_marked(self, uuid, *sets):
@@ -148,11 +161,29 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         :param exclude: an instance uuid whose current claim is being
             replaced (not counted).
         """
-        held = [c for c in self._rdt_claims.all()
-                if not (exclude and c.uuid == exclude and
-                        self._rdt_claims.get(exclude) is c)]
-        return claims_mod.available(state.capacity, held, state.group_names,
-                                    self._rdt_resctrl.prefix)
+        held = [c for c in self._rdt_claims.current()
+                if not (exclude and c.uuid == exclude)]
+        return claims_mod.available(
+            state.capacity, held, state.group_names,
+            self._rdt_resctrl.prefix, machines=self._rdt_machines(),
+            previous=self._rdt_claims.previous())
+
+    def _rdt_machines(self):
+        """{uuid: libvirt machine name} of the domains running here.
+
+        A claim counts as present in resctrl only through the groups of
+        its own running domain. Without the list, none does: claims are
+        then counted twice rather than not at all.
+        """
+        try:
+            return {dom.UUIDString(): claims_mod.machine_name(dom.ID(),
+                                                              dom.name())
+                    for dom in self._host.list_instance_domains(
+                        only_running=True)}
+        except Exception as e:
+            LOG.warning('Cannot list running domains to match their '
+                        'resctrl groups: %s', e)
+            return {}
 
     def rdt_host(self):
         """The :class:`~rdt_virt.policy.hoststats.HostRDT` to report."""
@@ -169,30 +200,62 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         """Drop the claims of instances that left without cleanup().
 
         Nova does not call cleanup() on the source of a live migration with
-        a shared instance path, nor on every evacuation; their domains are
-        gone all the same. A claim whose domain is not defined here, and
-        that no operation in progress is about to create, is released.
+        a shared instance path, nor on every evacuation; it does not tell
+        the destination of a live migration with a shared instance path
+        that the migration failed. A claim is released when no operation
+        in progress here is about to (re)create its domain and either its
+        domain is not defined here, or it is defined but stopped and Nova's
+        records place the instance on another host for good (a resize that
+        failed at its destination).
         """
         held = self._rdt_claims.all()
         if not held:
             return
+        # The operations in progress are read before the domains: one that
+        # ends after this read has defined its domain before it ended, so
+        # the listing below shows it.
+        with self._rdt_sets_lock:
+            busy = set(self._rdt_busy)
+            pending = dict(self._rdt_pending)
+            incoming = set(self._rdt_incoming)
+        uuids = {c.uuid for c in held}
+        for uuid in incoming & uuids:
+            if lifecycle.live_migration_over(uuid):
+                LOG.info('The live migration of instance %s to this host '
+                         'has ended', uuid)
+                self._rdt_unbusy(uuid)
+                busy.discard(uuid)
+        for uuid, states in pending.items():
+            if uuid not in uuids:
+                continue
+            if lifecycle.task_state_in(uuid, states):
+                busy.add(uuid)
+            else:
+                with self._rdt_sets_lock:
+                    self._rdt_pending.pop(uuid, None)
         try:
-            defined = {dom.UUIDString() for dom in
-                       self._host.list_instance_domains(only_running=False)}
+            domains = self._host.list_instance_domains(only_running=False)
+            defined = {dom.UUIDString(): bool(dom.isActive())
+                       for dom in domains}
         except Exception as e:
             LOG.warning('Cannot list domains to reconcile RDT claims: %s', e)
             return
-        with self._rdt_sets_lock:
-            busy = set(self._rdt_busy)
         for claim in held:
-            if claim.uuid in defined or claim.uuid in busy:
+            if claim.uuid in busy:
                 continue
+            if claim.uuid in defined:
+                if defined[claim.uuid] or not lifecycle.left_host(
+                        claim.uuid, self._rdt_hostname):
+                    continue
+                why = 'which now lives on another host'
+            else:
+                why = 'which is no longer defined on this host'
             if self._rdt_claims.get(claim.uuid) is claim:
                 self._rdt_claims.release(claim.uuid)
             else:
                 self._rdt_claims.release_previous(claim.uuid)
-            LOG.info('Released the RDT resources of instance %s, which is '
-                     'no longer defined on this host', claim.uuid)
+            LOG.info('Released the RDT resources of instance %s, %s',
+                     claim.uuid, why)
 
     # Claims ------------------------------------------------------------
 
@@ -239,10 +302,13 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def _rdt_guest_plan(self, instance):
         """Policy and plan for the guest XML of ``instance``.
 
-        The instance's claim when it has one; otherwise (an instance that
-        was on this host before the driver started, or whose claim was
-        lost) the plan is computed now and recorded, without failing:
-        the instance already lives here.
+        The instance's claim when it has one. Without one (its claim was
+        released when a resize failed at this host, or it could not be
+        adopted at start), the domain is only created if the host still
+        has the capacity, which is then claimed: recovering an instance
+        with a hard reboot never oversubscribes the host.
+
+        :raises: ComputeResourcesUnavailable when the capacity is gone.
         """
         policy = policy_of(instance.flavor)
         if policy.is_empty:
@@ -250,18 +316,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         claim = self._rdt_claims.get(instance.uuid)
         if claim is not None:
             return policy, claim.plan
-        state = self._rdt_state()
-        try:
-            plan = self._rdt_fit(policy, state.caps)
-        except exception.HostCannotServe as e:
-            raise nova_exception.InternalError(
-                'Cannot apply the RDT policy of instance %s on this host: '
-                '%s' % (instance.uuid, e.message))
-        self._rdt_claims.add(claims_mod.Claim(instance.uuid, instance.name,
-                                              plan))
-        LOG.info('Adopted RDT resources: %s', _describe(plan),
-                 instance=instance)
-        return policy, plan
+        claim = self._rdt_claim(instance, instance.flavor)
+        return policy, claim.plan
 
     # LibvirtDriver hooks -------------------------------------------------
 
@@ -275,12 +331,30 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def spawn(self, context, instance, *args, **kwargs):
         with self._rdt_marked(instance.uuid, self._rdt_busy):
-            self._rdt_claim(instance, instance.flavor)
+            if not self._rdt_rebuilt(instance):
+                self._rdt_claim(instance, instance.flavor)
             try:
                 return super().spawn(context, instance, *args, **kwargs)
             except Exception:
                 with excutils.save_and_reraise_exception():
                     self._rdt_release(instance)
+
+    def _rdt_rebuilt(self, instance):
+        """True if ``instance`` is rebuilt here and keeps its claim.
+
+        A same-host rebuild destroys the domain and spawns it again with
+        the same flavor. Nova assumes that cannot fail for lack of
+        resources, so the claim taken before is reused without a check.
+        """
+        with self._rdt_sets_lock:
+            if self._rdt_pending.get(instance.uuid) != lifecycle.REBUILD:
+                return False
+            del self._rdt_pending[instance.uuid]
+        if self._rdt_claims.get(instance.uuid) is None:
+            return False
+        LOG.info('Reusing the RDT resources of the rebuilt instance',
+                 instance=instance)
+        return True
 
     def _hard_reboot(self, context, instance, *args, **kwargs):
         # Tears the domain down and recreates it: the claim stays.
@@ -301,11 +375,30 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         # Every way an instance leaves this host goes through cleanup():
         # delete and failed spawns (via destroy), evacuation, shelve
         # offload, the source of a live migration, a reverted resize here.
+        # A rebuild here destroys the domain only to spawn it again.
+        # So does a resize reverted on this host, before it creates the
+        # domain of the old flavor, whose claim waits as the previous one.
+        pending = None
+        if (self._rdt_hostname is not None and
+                instance.host == self._rdt_hostname):
+            if instance.task_state == task_states.REBUILDING:
+                pending = lifecycle.REBUILD
+            elif (instance.task_state == task_states.RESIZE_REVERTING and
+                    self._rdt_claims.has_previous(instance.uuid)):
+                pending = lifecycle.REVERT
         try:
             return super().cleanup(context, instance, *args, **kwargs)
         finally:
-            if instance.uuid not in self._rdt_recreating:
-                self._rdt_release(instance)
+            if pending is lifecycle.REBUILD and self._rdt_claims.get(
+                    instance.uuid) is not None:
+                with self._rdt_sets_lock:
+                    self._rdt_pending[instance.uuid] = pending
+            else:
+                if pending is lifecycle.REVERT:
+                    with self._rdt_sets_lock:
+                        self._rdt_pending[instance.uuid] = pending
+                if instance.uuid not in self._rdt_recreating:
+                    self._rdt_release(instance)
 
     def finish_migration(self, context, migration, instance, *args,
                          **kwargs):
@@ -337,9 +430,13 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def finish_revert_migration(self, context, instance, *args, **kwargs):
         # A same-host revert: the new flavor's claim went with destroy().
         self._rdt_claims.restore_previous(instance.uuid)
-        with self._rdt_marked(instance.uuid, self._rdt_busy):
-            return super().finish_revert_migration(context, instance, *args,
-                                                   **kwargs)
+        try:
+            with self._rdt_marked(instance.uuid, self._rdt_busy):
+                return super().finish_revert_migration(context, instance,
+                                                       *args, **kwargs)
+        finally:
+            with self._rdt_sets_lock:
+                self._rdt_pending.pop(instance.uuid, None)
 
     def pre_live_migration(self, context, instance, *args, **kwargs):
         # The destination's claim; the instance stays busy until the
@@ -348,6 +445,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         # destroys, and so releases).
         with self._rdt_sets_lock:
             self._rdt_busy.add(instance.uuid)
+            self._rdt_incoming.add(instance.uuid)
         try:
             self._rdt_claim(instance, instance.flavor)
             return super().pre_live_migration(context, instance, *args,
@@ -376,16 +474,26 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def _rdt_unbusy(self, uuid):
         with self._rdt_sets_lock:
             self._rdt_busy.discard(uuid)
+            self._rdt_incoming.discard(uuid)
 
     def init_host(self, host):
+        self._rdt_hostname = host
         super().init_host(host)
         self._rdt_adopt_domains()
 
     def _rdt_adopt_domains(self):
-        """Rebuild the claims of the domains defined here after a restart."""
+        """Rebuild the claims of the domains defined here after a restart.
+
+        Running domains first: their groups are in resctrl, so they fit.
+        A stopped domain is adopted only if the host can still hold it;
+        otherwise starting it later claims with a check, and fails with a
+        clear fault if the capacity is gone.
+        """
         state = self._rdt_state()
+        domains = sorted(self._host.list_instance_domains(only_running=False),
+                         key=lambda dom: not dom.isActive())
         adopted = 0
-        for dom in self._host.list_instance_domains(only_running=False):
+        for dom in domains:
             try:
                 policy = xml_mod.policy_from_domain(dom.XMLDesc(0))
             except Exception as e:
@@ -396,15 +504,50 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 continue
             try:
                 plan = self._rdt_fit(policy, state.caps)
-            except exception.HostCannotServe as e:
+                if not dom.isActive():
+                    with lockutils.lock(LOCK):
+                        self._rdt_available(state).check(plan)
+            except (exception.HostCannotServe,
+                    exception.CapacityExhausted) as e:
                 LOG.error('Domain %s has an RDT policy this host cannot '
-                          'serve any more: %s', dom.name(), e.message)
+                          'serve any more; it keeps no RDT resources until '
+                          'it starts again: %s', dom.name(), e.message)
                 continue
+            self._rdt_adopt_previous(state, dom)
             self._rdt_claims.add(claims_mod.Claim(dom.UUIDString(),
-                                                  dom.name(), plan))
+                                                  dom.name(), plan),
+                                 keep_previous=True)
             adopted += 1
         if adopted:
             LOG.info('Found RDT claims of %d existing domains', adopted)
+
+    def _rdt_adopt_previous(self, state, dom):
+        """The old flavor's claim of a same-host resize not yet confirmed.
+
+        Its domain is gone until a revert, so only Nova's records tell of
+        it; without it, a revert would find its capacity taken.
+        """
+        old_flavor = lifecycle.same_host_resize_old_flavor(
+            dom.UUIDString(), self._rdt_hostname)
+        if old_flavor is None:
+            return
+        try:
+            policy = policy_of(old_flavor)
+            if policy.is_empty:
+                return
+            plan = self._rdt_fit(policy, state.caps)
+            with lockutils.lock(LOCK):
+                self._rdt_available(state).check(plan)
+        except (exception.InvalidExtraSpec, exception.HostCannotServe,
+                exception.CapacityExhausted) as e:
+            LOG.error('Cannot keep the RDT resources of the old flavor of '
+                      'domain %s, resized on this host; a revert will need '
+                      'them: %s', dom.name(), e.message)
+            return
+        self._rdt_claims.add(claims_mod.Claim(dom.UUIDString(), dom.name(),
+                                              plan))
+        LOG.info('Found the RDT claim of the old flavor of domain %s, '
+                 'resized on this host', dom.name())
 
     # Reporting -----------------------------------------------------------
 

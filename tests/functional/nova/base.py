@@ -31,13 +31,17 @@ import sys
 import warnings
 
 import fixtures
+from nova import context as nova_context
+from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 import nova.virt
 from sqlalchemy import exc as sqla_exc
 
 from nova_plugin import conf as plugin_conf
+from rdt_virt.policy import hoststats
 from tests import base as tests_base
+from tests.functional.nova import fakeresctrl
 
 CONF = plugin_conf.CONF
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -77,12 +81,24 @@ HOST_RDT_XML = {
 }
 
 
-class RDTConnection(fakelibvirt.Connection):
-    """fakelibvirt with RDT host capabilities and a record of domains."""
+# Bytes of one whole L3 cache (36608 KiB) for each scope libvirt knows.
+CACHE_SIZES = {res: 36608 * 1024 for res in ('L3', 'L3CODE', 'L3DATA')}
 
-    def __init__(self, *args, rdt_xml='', **kwargs):
+
+class RDTConnection(fakeresctrl.ResctrlConnectionMixin,
+                    fakelibvirt.Connection):
+    """fakelibvirt with RDT host capabilities and a record of domains.
+
+    Its domains make and remove resctrl groups in ``rdt_root`` as libvirt
+    does (:mod:`tests.functional.nova.fakeresctrl`).
+    """
+
+    rdt_cache_sizes = CACHE_SIZES
+
+    def __init__(self, *args, rdt_xml='', rdt_root=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.rdt_xml = rdt_xml
+        self.rdt_root = rdt_root
         # Domain name -> every XML defined for it, latest last.
         self.defined = {}
 
@@ -120,8 +136,9 @@ class RDTServersTestBase(base.ServersTestBase):
             'nova.virt.__path__',
             list(nova.virt.__path__) + [os.path.join(REPO, 'nova', 'virt')]))
         self._rdt_variants = {}
-        super().setUp()
+        self._rdt_flags = {}
         self.roots = {}
+        super().setUp()
         # Nova 34 turns SQLAlchemy deprecations in nova into errors, and
         # SQLAlchemy 2.1 deprecated noload(), which Nova uses to load an
         # instance with its fault: unrelated to rdt-virt, so not an error
@@ -130,10 +147,16 @@ class RDTServersTestBase(base.ServersTestBase):
             'ignore', message=r'The noload\(\) option is deprecated',
             category=sqla_exc.SADeprecationWarning)
         # As Nova's own libvirt functional tests: there are no disks to
-        # move between the fake hosts.
-        self.useFixture(fixtures.MockPatch(
+        # move between the fake hosts. The source still powers off, which
+        # stops the domain and so removes its resctrl groups.
+        def migrate_disk_and_power_off(driver, context, instance, *args,
+                                       **kwargs):
+            driver.power_off(instance)
+            return '{}'
+
+        self.useFixture(fixtures.MonkeyPatch(
             'nova.virt.libvirt.driver.LibvirtDriver'
-            '.migrate_disk_and_power_off', return_value='{}'))
+            '.migrate_disk_and_power_off', migrate_disk_and_power_off))
 
     def _setup_services(self):
         # Nova's test config points at its source tree's api-paste.ini; an
@@ -169,7 +192,8 @@ class RDTServersTestBase(base.ServersTestBase):
             pci_info=conn.pci_info, mdev_info=conn.mdev_info,
             vdpa_info=conn.vdpa_info, hostname=conn.hostname,
             rdt_xml=HOST_RDT_XML[self._rdt_variants.get(hostname,
-                                                        'none')])
+                                                        'none')],
+            rdt_root=self.roots.get(hostname))
         return rdt
 
     def start_rdt_compute(self, hostname, variant='reference',
@@ -194,11 +218,17 @@ class RDTServersTestBase(base.ServersTestBase):
         self.roots[hostname] = tree
         self._rdt_variants[hostname] = variant
         # The driver reads [rdt] when it starts; computes share CONF.
-        self.flags(resctrl_root=tree, mb_strategy=strategy,
-                   monitoring=monitoring,
-                   state_file=os.path.join(root, 'state.json'),
-                   group='rdt')
+        self._rdt_flags[hostname] = dict(
+            resctrl_root=tree, mb_strategy=strategy, monitoring=monitoring,
+            state_file=os.path.join(root, 'state.json'))
+        self.flags(group='rdt', **self._rdt_flags[hostname])
         return self.start_compute(hostname)
+
+    def restart_rdt_compute(self, hostname):
+        """Restart nova-compute on ``hostname``; its domains stay."""
+        self.flags(group='rdt', **self._rdt_flags[hostname])
+        return self.restart_compute_service(hostname,
+                                            keep_hypervisor_state=True)
 
     # Helpers -----------------------------------------------------------
 
@@ -223,6 +253,25 @@ class RDTServersTestBase(base.ServersTestBase):
         return {c.uuid: c.plan
                 for c in self.driver(hostname)._rdt_claims.all()}
 
+    def reported(self, hostname):
+        """The RDT state ``hostname`` last reported to the scheduler."""
+        node = objects.ComputeNode.get_by_nodename(
+            nova_context.get_admin_context(), hostname)
+        return hoststats.decode(node.stats)
+
+    def free_closids(self, hostname):
+        """Free CLOSIDs ``hostname`` reports after a resource update."""
+        self._run_periodics()
+        return self.reported(hostname).capacity.free_closids
+
+    def libvirt_groups(self, hostname):
+        """The resctrl groups libvirt made on ``hostname`` (sorted).
+
+        Not those of the tree (their domains are ``fixture-0000000N``).
+        """
+        return sorted(n for n in os.listdir(self.roots[hostname])
+                      if n.startswith('qemu-') and '-fixture-' not in n)
+
     def flavor(self, extra_specs, vcpu=2, memory_mb=1024):
         return self._create_flavor(vcpu=vcpu, memory_mb=memory_mb, disk=1,
                                    ephemeral=0, extra_spec=extra_specs)
@@ -230,6 +279,16 @@ class RDTServersTestBase(base.ServersTestBase):
     def boot(self, flavor_id, expected_state='ACTIVE', **kwargs):
         return self._create_server(flavor_id=flavor_id, networks='none',
                                    expected_state=expected_state, **kwargs)
+
+
+# The reference tree has 4 free CLOSIDs (8 MB CLOSIDs, the default group
+# and three groups).
+FREE = 4
+
+
+def leave_closids(free):
+    """A ``prepare`` that leaves ``free`` CLOSIDs in a reference tree."""
+    return lambda tree: add_groups(tree, FREE - free)
 
 
 def add_groups(tree, count, schemata=None):

@@ -26,14 +26,7 @@ from nova import objects
 from rdt_virt.policy import hoststats
 from tests.functional.nova import base
 
-# The reference tree has 4 free CLOSIDs (8 MB CLOSIDs, the default group
-# and three groups).
-FREE = 4
-
-
-def leave_closids(free):
-    """A ``prepare`` that leaves ``free`` CLOSIDs in the tree."""
-    return lambda tree: base.add_groups(tree, FREE - free)
+leave_closids = base.leave_closids
 
 
 class RDTCapacityTest(base.RDTServersTestBase):

@@ -47,23 +47,64 @@ class TestAvailable(base.TestCase):
 
     def test_group_libvirt_created_is_not_counted_twice(self):
         groups = ['qemu-7-instance-00000001-vcpus_0-1']
+        running = {UUID1: 'qemu-7-instance-00000001'}
         left = claims.available(self.free, [claim(mem_bw=10)], groups,
-                                PREFIX)
+                                PREFIX, machines=running)
         self.assertEqual(3, left.free_closids)
         # A different domain's group does not realize the claim.
         left = claims.available(self.free, [claim(mem_bw=10)],
                                 ['qemu-7-instance-00000011-vcpus_0-1'],
+                                PREFIX, machines=running)
+        self.assertEqual(2, left.free_closids)
+        # Nor does a group of the same name left from an earlier start.
+        left = claims.available(self.free, [claim(mem_bw=10)], groups,
+                                PREFIX,
+                                machines={UUID1: 'qemu-9-instance-00000001'})
+        self.assertEqual(2, left.free_closids)
+        # Nor one while the domain is not running.
+        left = claims.available(self.free, [claim(mem_bw=10)], groups,
                                 PREFIX)
         self.assertEqual(2, left.free_closids)
 
-    def test_libvirt_short_names(self):
-        # libvirt keeps the first 20 characters of a domain name.
-        long_claim = claims.Claim(UUID1, 'a-very-long-domain-name-x',
-                                  plan(mem_bw=10))
+    def test_names_sharing_a_prefix(self):
+        # instance_name_template names longer than 20 characters used to
+        # look alike; libvirt 9 keeps the whole name.
+        first = claims.Claim(UUID1, 'cloud-a-instance-00000001',
+                             plan(mem_bw=10))
+        second = claims.Claim(UUID2, 'cloud-a-instance-00000002',
+                              plan(mem_bw=10))
+        running = {UUID1: claims.machine_name(3, first.name)}
         left = claims.available(
-            self.free, [long_claim],
-            ['qemu-3-a-very-long-domain-n-vcpus_0'], PREFIX)
-        self.assertEqual(3, left.free_closids)
+            self.free, [first, second],
+            ['qemu-3-cloud-a-instance-00000001-vcpus_0-1'], PREFIX,
+            machines=running)
+        self.assertEqual(2, left.free_closids)
+
+    def test_previous_claim_is_never_present(self):
+        # A same-host resize: the group of the new flavor is the
+        # instance's, but the old claim still needs its own CLOSID.
+        old = claim(mem_bw=10)
+        new = claim(cache_l3=4096)
+        left = claims.available(
+            self.free, [new], ['qemu-8-instance-00000001-vcpus_0-1'],
+            PREFIX, machines={UUID1: 'qemu-8-instance-00000001'},
+            previous=[old])
+        self.assertEqual(2, left.free_closids)
+
+    def test_machine_name(self):
+        # The cases of libvirt's own virsystemdtest.
+        for dom_id, name, expected in (
+                (1, 'demo', 'qemu-1-demo'),
+                (3, 'demo!name', 'qemu-3-demoname'),
+                (4, '.demo', 'qemu-4-demo'),
+                (6, 'demo..name', 'qemu-6-demo.name'),
+                (7, '1234567890' * 6,
+                 'qemu-7-' + ('1234567890' * 6)[:57]),
+                (100, 'kstest-network-device-default-httpks_'
+                      '(c9eed63e-981e-48ec-acdc-56b3f8c5f678)',
+                 'qemu-100-kstest-network-device-default-httpksc9eed63e-'
+                 '981e-48ec')):
+            self.assertEqual(expected, claims.machine_name(dom_id, name))
 
     def test_agent_instance_group(self):
         caps = fakes.MBPS

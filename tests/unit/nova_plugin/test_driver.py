@@ -71,6 +71,12 @@ class FakeDomain(object):
     def UUIDString(self):
         return self.inst.uuid
 
+    def ID(self):
+        return 1
+
+    def isActive(self):
+        return 1
+
     def name(self):
         return self.inst.name
 
@@ -341,6 +347,24 @@ class TestLifecycle(DriverTestCase):
         self.assertNotIn(other.uuid, self.claimed())
         self.assertEqual(set(), self.drv._rdt_busy)
 
+    def test_reconcile_reads_operations_before_domains(self):
+        inst = instance(0, {'hw:mem_bw': '10'})
+        # A spawn in progress: claimed, no domain yet.
+        self.drv._rdt_busy.add(inst.uuid)
+        self.drv._rdt_claim(inst, inst.flavor)
+
+        def listing(only_running=True):
+            # The spawn defines its domain and ends just after the
+            # listing was taken.
+            listed = list(self.domains)
+            self.domains.append(FakeDomain(inst, {}))
+            self.drv._rdt_busy.discard(inst.uuid)
+            return listed
+
+        self.drv._host.list_instance_domains.side_effect = listing
+        self.drv._rdt_reconcile()
+        self.assertEqual([inst.uuid], self.claimed())
+
     def test_reconcile_drops_claims_of_vanished_domains(self):
         kept = self.spawn(0)
         gone = self.spawn(1)
@@ -350,7 +374,7 @@ class TestLifecycle(DriverTestCase):
         self.assertIn('Released the RDT resources of instance %s' %
                       gone.uuid, self.logger.output)
 
-    def test_guest_config_adopts_a_missing_claim(self):
+    def test_guest_config_claims_a_missing_claim_with_a_check(self):
         inst = instance(0, {'hw:mem_bw': '30'})
         guest = mock.Mock(vcpus=2, cputune=None, metadata=[])
         self.super_get_guest_config.return_value = guest
@@ -359,7 +383,19 @@ class TestLifecycle(DriverTestCase):
         self.assertIn('<node id="0" bandwidth="30"/>',
                       guest.cputune.to_xml())
         self.assertEqual([inst.uuid], self.claimed())
-        self.assertIn('Adopted RDT resources', self.logger.output)
+        self.assertIn('Claimed RDT resources', self.logger.output)
+
+    def test_guest_config_without_claim_on_a_full_host_fails(self):
+        # A hard reboot after the claim was lost must not oversubscribe.
+        self.add_groups(4)
+        inst = instance(0, {'hw:mem_bw': '30'})
+        self.super_get_guest_config.return_value = mock.Mock(
+            vcpus=2, cputune=None, metadata=[])
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              self.drv._get_guest_config, inst, None, None,
+                              {})
+        self.assertIn('no free CLOSID', str(e))
+        self.assertEqual([], self.claimed())
 
     def test_init_host_adopts_existing_domains(self):
         self.domains = [FakeDomain(instance(0), {'hw:mem_bw': '10'}),
