@@ -27,10 +27,19 @@ Nova validates one key at a time, so combinations (``hw:mem_bw`` together
 with ``hw:mem_bw_mbps``, ``hw:cache_l3_code`` without ``hw:cache_l3_data``)
 cannot be refused here; ``RDTFilter`` refuses every host for such a flavor
 and logs why.
+
+Nova keeps one validator per name, the last one loaded, in an order that
+depends on the entry points. If Nova, or another plugin, ever validates one
+of rdt-virt's ``hw:`` keys itself, the two would silently replace each
+other; :func:`register` refuses to load instead (:class:`ValidatorConflict`),
+so nova-api fails at start with the names and the plugin to reconcile.
 """
+
+import re
 
 from nova.api.validation.extra_specs import base
 from nova import exception as nova_exception
+from stevedore import extension
 
 from rdt_virt import exception
 from rdt_virt.policy import extra_specs
@@ -64,6 +73,53 @@ class RDTExtraSpecValidator(base.ExtraSpecValidator):
                 "must be %s." % (value, name, e.allowed))
 
 
+NAMESPACE = 'nova.api.extra_spec_validators'
+
+
+class ValidatorConflict(RuntimeError):
+    """Another plugin of Nova's validators claims an rdt-virt key."""
+
+    def __init__(self, clashes):
+        self.clashes = clashes
+        super().__init__(
+            'rdt-virt refuses to load its flavor extra spec validators: %s. '
+            'Nova keeps one validator per extra spec, so one would silently '
+            'replace the other; use an rdt-virt release made for this Nova.'
+            % '; '.join('%s is also validated by %s (as %s)' % c
+                        for c in clashes))
+
+
+def _other_plugins():
+    """``{entry point name: module}`` of the other validator plugins."""
+    manager = extension.ExtensionManager(NAMESPACE, invoke_on_load=False)
+    return {ext.name: ext.plugin for ext in manager
+            if ext.plugin.__name__ != __name__}
+
+
+def clashes(ours, plugins):
+    """Keys of ``ours`` that a validator of ``plugins`` also covers.
+
+    :param ours: our validators.
+    :param plugins: ``{name: module with register()}``.
+    :returns: ``[(key, plugin name, its validator's name)]``.
+    """
+    found = []
+    for plugin, module in sorted(plugins.items()):
+        for other in module.register():
+            for mine in ours:
+                if (other.name == mine.name or
+                        re.fullmatch(other.name_regex, mine.name)):
+                    found.append((mine.name, plugin, other.name))
+    return found
+
+
 def register():
-    """The validators of every RDT extra spec (called by nova-api)."""
-    return [RDTExtraSpecValidator(spec) for spec in extra_specs.EXTRA_SPECS]
+    """The validators of every RDT extra spec (called by nova-api).
+
+    :raises: ValidatorConflict if another plugin validates one of them.
+    """
+    ours = [RDTExtraSpecValidator(spec) for spec in extra_specs.EXTRA_SPECS]
+    found = clashes(ours, _other_plugins())
+    if found:
+        raise ValidatorConflict(found)
+    return ours

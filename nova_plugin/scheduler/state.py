@@ -44,6 +44,7 @@ from rdt_virt import exception
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
 from rdt_virt.policy import hoststats
+from rdt_virt.policy import placement
 
 LOG = logging.getLogger(__name__)
 
@@ -64,9 +65,9 @@ _local = threading.local()
 class RequestView(object):
     """The RDT policy of one RequestSpec, parsed once."""
 
-    __slots__ = ('spec', 'flavor', 'policy', 'error', 'fits')
+    __slots__ = ('spec', 'flavor', 'policy', 'error', 'placement', 'fits')
 
-    def __init__(self, spec, flavor, policy, error):
+    def __init__(self, spec, flavor, policy, error, in_placement=False):
         self.spec = spec
         self.flavor = flavor
         # None when the flavor asks nothing of RDT (no RDT extra spec, or
@@ -74,10 +75,13 @@ class RequestView(object):
         self.policy = policy
         # Why the extra specs are unusable (conflicting keys), or None.
         self.error = error
+        # True when the flavor requests its CLOSID from Placement, which
+        # has then counted it atomically: the filter leaves CLOSIDs out.
+        self.placement = in_placement
         # {caps id: Plan, or the reason the hardware cannot serve}, shared
         # by every request with the same policy.
-        self.fits = (_fits_for(policy) if policy is not None and
-                     error is None else None)
+        self.fits = (_fits_for((policy, in_placement)) if policy is not None
+                     and error is None else None)
 
     @property
     def active(self):
@@ -85,12 +89,14 @@ class RequestView(object):
         return self.policy is not None
 
 
-def _fits_for(policy):
-    fits = _fits.get(policy)
+def _fits_for(key):
+    # Keyed on the placement flag too: verdicts are cached per plan object,
+    # and the two kinds of request check capacity differently.
+    fits = _fits.get(key)
     if fits is None:
         if len(_fits) >= _MAX_POLICIES:
             _fits.clear()
-        fits = _fits.setdefault(policy, {})
+        fits = _fits.setdefault(key, {})
     return fits
 
 
@@ -107,20 +113,29 @@ def request_view(spec_obj):
             view.flavor is flavor):
         return view
     specs = getattr(flavor, 'extra_specs', None) or {}
-    policy, error = None, None
+    policy, error, in_placement = None, None, False
     try:
         parsed = extra_specs.from_extra_specs(specs)
         # hw:rdt_monitor=false alone asks nothing of a host.
         if parsed.wants_cache or parsed.wants_mem_bw or parsed.monitor:
             policy = parsed
+            in_placement = _placement_closids(specs) > 0
     except exception.InvalidExtraSpec as e:
         # The API validates one key at a time; conflicting keys get here.
         policy, error = extra_specs.EMPTY, e.message
         LOG.warning('Flavor %(flavor)s cannot be scheduled: %(error)s',
                     {'flavor': getattr(flavor, 'name', '?'), 'error': error})
-    view = RequestView(spec_obj, flavor, policy, error)
+    view = RequestView(spec_obj, flavor, policy, error, in_placement)
     _local.request = view
     return view
+
+
+def _placement_closids(specs):
+    try:
+        return placement.requested_closids(specs) or 0
+    except ValueError:
+        # Not a number: Placement refuses the request before any filter.
+        return 0
 
 
 def _caps_id(rdt):
@@ -199,7 +214,7 @@ class HostView(object):
             return verdict
         rdt = self.rdt
         try:
-            rdt.capacity.check(plan)
+            rdt.capacity.check(plan, closids=not request.placement)
             verdict = Verdict(plan, None, headroom(rdt, plan), rdt.mbw)
         except exception.CapacityExhausted as e:
             verdict = Verdict(plan, e.reason)

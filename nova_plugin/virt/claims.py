@@ -54,6 +54,10 @@ class Claim:
     # The libvirt domain name (``instance.name``).
     name: str
     plan: object
+    # CLOSIDs of this claim that the instance's Placement allocation
+    # covers (its flavor requested CUSTOM_RDT_CLOSID); the others are
+    # reported as reserved.
+    placement: int = 0
 
 
 def machine_name(dom_id, name):

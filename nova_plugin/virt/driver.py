@@ -26,6 +26,9 @@ Load it with ``[DEFAULT] compute_driver = rdtvirt.RDTLibvirtDriver`` (see
 * reports capabilities and free capacity in the ``rdt_virt`` compute node
   stat for RDTFilter and RDTWeigher, and ``CUSTOM_RDT_*`` traits on its
   resource provider.
+* reports its CLOSIDs as ``CUSTOM_RDT_CLOSID`` inventory in Placement, and
+  refuses flavors whose ``hw:`` and Placement keys disagree
+  (:mod:`nova_plugin.virt.placement`).
 
 A host without RDT (resctrl not mounted) reports no RDT and boots
 instances without RDT extra specs as the plain libvirt driver does.
@@ -45,6 +48,7 @@ from nova_plugin.virt import claims as claims_mod
 from nova_plugin.virt import config as guest_config
 from nova_plugin.virt import host as host_mod
 from nova_plugin.virt import lifecycle
+from nova_plugin.virt import placement as placement_mod
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities as libvirt_caps
@@ -287,7 +291,9 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                             instance=instance)
                 raise nova_exception.ComputeResourcesUnavailable(
                     reason=e.message)
-            claim = claims_mod.Claim(instance.uuid, instance.name, plan)
+            claim = claims_mod.Claim(
+                instance.uuid, instance.name, plan,
+                placement=placement_mod.closids_of(flavor))
             self._rdt_claims.add(claim, keep_previous=keep_previous)
         LOG.info('Claimed RDT resources: %s', _describe(plan),
                  instance=instance)
@@ -328,6 +334,12 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             guest_config.apply(guest, xml_mod.elements(policy, plan,
                                                        guest.vcpus))
         return guest
+
+    def prepare_for_spawn(self, instance):
+        # Before networks and volumes: a flavor whose hw: and Placement
+        # keys disagree fails here, once, with the reason as its fault.
+        placement_mod.check_flavor(instance)
+        return super().prepare_for_spawn(instance)
 
     def spawn(self, context, instance, *args, **kwargs):
         with self._rdt_marked(instance.uuid, self._rdt_busy):
@@ -514,9 +526,11 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                           'it starts again: %s', dom.name(), e.message)
                 continue
             self._rdt_adopt_previous(state, dom)
-            self._rdt_claims.add(claims_mod.Claim(dom.UUIDString(),
-                                                  dom.name(), plan),
-                                 keep_previous=True)
+            uuid = dom.UUIDString()
+            self._rdt_claims.add(claims_mod.Claim(
+                uuid, dom.name(), plan,
+                placement=placement_mod.stored_closids(uuid)),
+                keep_previous=True)
             adopted += 1
         if adopted:
             LOG.info('Found RDT claims of %d existing domains', adopted)
@@ -559,9 +573,16 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def update_provider_tree(self, provider_tree, nodename,
                              allocations=None):
+        previous = dict(provider_tree.data(nodename).inventory)
         super().update_provider_tree(provider_tree, nodename,
                                      allocations=allocations)
-        wanted = traits_for(self._rdt_state().caps)
+        with lockutils.lock(LOCK):
+            state = self._rdt_state()
+            capacity = self._rdt_available(state)
+            held = self._rdt_claims.all()
+        placement_mod.update_inventory(provider_tree, nodename, state.caps,
+                                       capacity, held, previous)
+        wanted = traits_for(state.caps)
         current = provider_tree.data(nodename).traits
         stale = {t for t in current
                  if t.startswith(TRAIT_PREFIX) and t not in wanted}

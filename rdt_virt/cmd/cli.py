@@ -20,9 +20,13 @@
     groups           every resctrl group: kind, owner, tasks, schemata
     top              per-instance LLC occupancy and memory bandwidth, live,
                      in the spirit of ``pqos -r`` (``--once`` for one table)
+    flavor-audit     flavors whose RDT extra specs lack or contradict their
+                     Placement keys, with the ``openstack flavor`` commands
+                     that fix them (``[--os-cloud NAME]``)
 
 ``capabilities`` and ``groups`` read resctrl directly (no root needed to
-read); ``top`` reads the state file rdt-virt-agent publishes.
+read); ``top`` reads the state file rdt-virt-agent publishes;
+``flavor-audit`` asks the compute API (:mod:`rdt_virt.cmd.flavor_audit`).
 """
 
 import argparse
@@ -34,6 +38,7 @@ import unicodedata
 
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import state as state_mod
+from rdt_virt.cmd import flavor_audit
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.resctrl import capture
@@ -280,7 +285,8 @@ def cmd_top(rc, args, out):
         time.sleep(args.interval)
 
 
-def main(argv=None, out=None):
+def main(argv=None, out=None, connect=None):
+    """Run ``rdt-virt``; ``connect`` replaces openstacksdk's."""
     out = out or sys.stdout
     parser = argparse.ArgumentParser(
         prog='rdt-virt', description='RDT of this compute host.')
@@ -305,7 +311,14 @@ def main(argv=None, out=None):
     top.add_argument('--interval', type=float, default=2.0)
     top.add_argument('--once', action='store_true')
     top.add_argument('--count', type=int, default=0)
+    audit = sub.add_parser(
+        'flavor-audit', help='flavors whose RDT extra specs lack their '
+        'Placement keys, and the commands that fix them')
+    audit.add_argument('--os-cloud', help='cloud name in clouds.yaml '
+                       '(default: the OS_* environment variables)')
     args = parser.parse_args(argv)
+    if args.command == 'flavor-audit':
+        return flavor_audit.run(args, out, sys.stderr, connect)
 
     conf_args = []
     for path in args.config_file:

@@ -61,9 +61,13 @@ class Capacity:
         value = plan.shared_value
         return value is not None and value not in self.shared_groups
 
-    def check(self, plan):
-        """Raise CapacityExhausted unless ``plan`` fits now."""
-        if self.needs_closid(plan):
+    def check(self, plan, closids=True):
+        """Raise CapacityExhausted unless ``plan`` fits now.
+
+        :param closids: False to leave CLOSIDs (and the RMID of a new
+            group) out, for a request whose CLOSID Placement allocated.
+        """
+        if closids and self.needs_closid(plan):
             if self.free_closids < 1:
                 raise exception.CapacityExhausted(
                     'no free CLOSID for a new resctrl control group')

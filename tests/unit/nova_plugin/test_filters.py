@@ -75,6 +75,31 @@ class TestRDTFilter(base.TestCase):
         self.assertFalse(self.passes(fakes.stats(closids=0), specs))
         self.assertFalse(self.passes(fakes.stats(rmids=0), specs))
 
+    def test_placement_counts_the_closid_of_flavors_that_request_it(self):
+        # Placement allocated the CLOSID atomically; the filter's stats
+        # may be older, so it does not count CLOSIDs a second time.
+        specs = {'hw:mem_bw': '10', 'resources:CUSTOM_RDT_CLOSID': '1'}
+        self.assertTrue(self.passes(fakes.stats(closids=0), specs))
+        self.assertTrue(self.passes(fakes.stats(closids=0, rmids=0), specs))
+        # It still checks what Placement cannot: contiguous ways and the
+        # features.
+        specs = {'hw:cache_l3': '4096', 'resources:CUSTOM_RDT_CLOSID': '1'}
+        self.assertTrue(self.passes(fakes.stats(closids=0,
+                                                free_ways=0b0110), specs))
+        self.assertFalse(self.passes(fakes.stats(closids=0,
+                                                 free_ways=0b0101), specs))
+        self.assertFalse(self.passes(fakes.stats(fakes.CDP, closids=0),
+                                     specs))
+        # The same policy without the key, on the same host, is refused:
+        # the verdict cache keeps the two apart.
+        host = fakes.host_state(stats_=fakes.stats(closids=0))
+        for extra, expected in (({'resources:CUSTOM_RDT_CLOSID': '1'}, True),
+                                ({}, False),
+                                ({'resources:CUSTOM_RDT_CLOSID': '1'}, True)):
+            spec = fakes.request_spec(dict({'hw:mem_bw': '10'}, **extra))
+            self.assertEqual(expected, self.filt.host_passes(host, spec),
+                             extra)
+
     def test_shared_strategy_needs_no_closid_for_an_existing_group(self):
         specs = {'hw:mem_bw': '10'}
         self.assertTrue(self.passes(

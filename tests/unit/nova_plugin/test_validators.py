@@ -10,6 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import types
+from unittest import mock
+
+from nova.api.validation.extra_specs import base as nova_base
 from nova.api.validation.extra_specs import validators as nova_validators
 from nova import exception as nova_exception
 
@@ -69,3 +73,40 @@ class TestValidators(base.TestCase):
         nova_validators.validate('hw:cpu_policy', 'dedicated')
         self.assertRaises(nova_exception.ValidationError,
                           nova_validators.validate, 'hw:mem_bandwidth', '1')
+
+    def test_no_clash_with_the_installed_nova(self):
+        # The real entry points: Nova's own plugins (hw, resources, ...).
+        plugins = validators._other_plugins()
+        self.assertIn('hw', plugins)
+        self.assertNotIn('rdt_virt', plugins)
+        self.assertEqual([], validators.clashes(
+            validators.register(), plugins))
+
+
+class TestClashes(base.TestCase):
+
+    def plugin(self, *validators_):
+        return types.SimpleNamespace(register=lambda: list(validators_))
+
+    def test_upstream_validator_of_the_same_name_fails_the_load(self):
+        upstream = nova_base.ExtraSpecValidator(
+            name='hw:mem_bw', description='upstream',
+            value={'type': int, 'min': 0})
+        with mock.patch.object(validators, '_other_plugins', return_value={
+                'hw': self.plugin(upstream)}):
+            e = self.assertRaises(validators.ValidatorConflict,
+                                  validators.register)
+        self.assertEqual([('hw:mem_bw', 'hw', 'hw:mem_bw')], e.clashes)
+        self.assertIn('hw:mem_bw is also validated by hw', str(e))
+
+    def test_parametrised_name_that_covers_ours(self):
+        upstream = nova_base.ExtraSpecValidator(
+            name='hw:cache_{level}', description='upstream',
+            value={'type': int},
+            parameters=[{'name': 'level', 'pattern': r'l\d', 'description':
+                         'level'}])
+        other = nova_base.ExtraSpecValidator(
+            name='hw:numa_nodes', description='other', value={'type': int})
+        found = validators.clashes(validators.register(),
+                                   {'hw': self.plugin(upstream, other)})
+        self.assertEqual([('hw:cache_l3', 'hw', 'hw:cache_{level}')], found)

@@ -1,0 +1,91 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``rdt-virt flavor-audit``: flavors whose Placement keys need a change.
+
+Lists, through the compute API (openstacksdk), every flavor, public or
+private, with RDT extra specs whose Placement keys are missing or
+contradict them (:func:`rdt_virt.policy.placement.audit`), and prints the
+``openstack flavor`` commands that fix each. The output is a shell script:
+findings are comments, fixes are commands.
+
+Exit status: 0 when no flavor needs a change, 1 when some do, 2 when the
+cloud cannot be reached.
+"""
+
+from rdt_virt import exception
+from rdt_virt.policy import placement
+
+NEEDS_CHANGES = 1
+FAILED = 2
+
+
+def connect(cloud=None):
+    """A connection to ``cloud`` (clouds.yaml) or to the OS_* variables."""
+    import openstack
+    return openstack.connect(cloud=cloud)
+
+
+def flavors(conn):
+    """Every flavor, private ones included, with its extra specs."""
+    # is_public=None lists public and private flavors for an admin.
+    for flavor in conn.compute.flavors(details=True, is_public='None'):
+        specs = flavor.extra_specs
+        if specs is None:
+            # Before compute API microversion 2.61 the list has none.
+            specs = conn.compute.fetch_flavor_extra_specs(flavor).extra_specs
+        yield flavor, dict(specs or {})
+
+
+def findings(conn):
+    """``[(flavor, Audit or InvalidExtraSpec)]`` for flavors to fix."""
+    found = []
+    for flavor, specs in flavors(conn):
+        try:
+            result = placement.audit(specs)
+        except exception.InvalidExtraSpec as e:
+            found.append((flavor, e))
+            continue
+        if not result.ok:
+            found.append((flavor, result))
+    return found
+
+
+def report(found, out):
+    for flavor, result in sorted(found, key=lambda f: f[0].name):
+        label = '# %s (id %s)' % (flavor.name, flavor.id)
+        if isinstance(result, exception.InvalidExtraSpec):
+            out.write('%s: invalid RDT extra specs, fix by hand: %s\n' % (
+                label, result.message))
+            continue
+        if result.conflicts:
+            out.write('%s: refused by compute hosts: %s\n' % (
+                label, '; '.join(result.conflicts)))
+        else:
+            out.write('%s: filter-only, lacks %s\n' % (
+                label, ', '.join('%s=%s' % kv
+                                 for kv in sorted(result.set.items()))))
+        for command in placement.fix_commands(flavor.id, result):
+            out.write(command + '\n')
+
+
+def run(args, out, err, connect_fn=None):
+    """The ``flavor-audit`` subcommand."""
+    try:
+        conn = (connect_fn or connect)(cloud=args.os_cloud)
+        found = findings(conn)
+    except Exception as e:
+        err.write('rdt-virt flavor-audit: cannot list the flavors: %s\n' % e)
+        return FAILED
+    report(found, out)
+    err.write('%d flavor(s) to change\n' % len(found))
+    return NEEDS_CHANGES if found else 0
