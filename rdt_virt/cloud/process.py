@@ -93,8 +93,12 @@ class Daemons(object):
 
     def wait(self, name, ready, timeout, what):
         deadline = time.monotonic() + timeout
+        missing = 0
         while not ready():
-            if not self.pid(name):
+            # A process that re-executes itself (uWSGI) shows no command
+            # line for a moment: gone only if missing three times.
+            missing = 0 if self.pid(name) else missing + 1
+            if missing >= 3:
                 raise ProcessError('%s exited before it could %s:\n%s' % (
                     name, what, tail(self.log_file(name))))
             if time.monotonic() > deadline:
