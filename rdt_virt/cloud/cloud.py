@@ -19,10 +19,10 @@ Everything lives under one directory (``--dir``, default
     etc/         every service's configuration
     log/         one log per process
     run/         one pid file per process
-    state/       databases (PostgreSQL), RabbitMQ, images, instances, ...
+    state/       databases (MariaDB), RabbitMQ, images, instances, ...
     hosts/<h>/   the emulated RDT host (sandbox) of compute host <h>
 
-``up`` starts, in order: a PostgreSQL cluster, RabbitMQ, Keystone,
+``up`` starts, in order: a MariaDB server, RabbitMQ, Keystone,
 Placement, Glance, Neutron (API only), Nova API, conductor and scheduler,
 Gnocchi and Ceilometer's notification agent, then per compute host its
 sandbox (private libvirtd over an emulated resctrl), nova-compute with the
@@ -41,7 +41,7 @@ import time
 
 from rdt_virt.cloud import gnocchi as gnocchi_svc
 from rdt_virt.cloud import ini
-from rdt_virt.cloud import postgres
+from rdt_virt.cloud import mariadb
 from rdt_virt.cloud import process
 from rdt_virt.cloud import services
 
@@ -90,9 +90,9 @@ class Cloud(object):
         ports = self._ports()
         self.layout = services.Layout(self.base, ports,
                                       gnocchi_bin=gnocchi_bin)
-        self.pg = postgres.Cluster(self.daemons,
-                                   self.layout.path('state', 'postgres'),
-                                   ports.get('postgres', 0))
+        self.db = mariadb.Server(self.daemons,
+                                 self.layout.path('state', 'mariadb'),
+                                 ports.get('db', 0))
 
     # Layout --------------------------------------------------------------
 
@@ -110,7 +110,7 @@ class Cloud(object):
         with open(os.path.join(self.base, 'ports.json'), 'w') as f:
             json.dump(ports, f, indent=1, sort_keys=True)
         self.layout.ports = ports
-        self.pg.port = ports['postgres']
+        self.db.port = ports['db']
 
     def env(self, **extra):
         env = dict(os.environ)
@@ -140,10 +140,8 @@ class Cloud(object):
         if os.path.exists(self.base):
             shutil.rmtree(self.base)
         os.makedirs(self.base)
-        # PostgreSQL runs as its own user and must reach its files.
-        os.chmod(self.base, 0o755)
         self._allocate_ports()
-        steps = [('PostgreSQL', self.start_postgres),
+        steps = [('MariaDB', self.start_db),
                  ('RabbitMQ', self.start_rabbit),
                  ('Keystone', self.start_keystone),
                  ('Placement', self.start_placement),
@@ -165,12 +163,12 @@ class Cloud(object):
 
     def down(self):
         for name in reversed(self.processes()):
-            if name == postgres.Cluster.NAME:
+            if name == mariadb.Server.NAME:
                 continue
             self.daemons.stop(name)
         self.stop_sandboxes()
         self.stop_rabbit()
-        self.pg.stop()
+        self.db.stop()
         shutil.rmtree(self.base, ignore_errors=True)
 
     def status(self):
@@ -186,10 +184,10 @@ class Cloud(object):
         process.run(argv, env=self.env(**env),
                     log=self.daemons.log_file(name))
 
-    def start_postgres(self):
-        self.pg.start()
+    def start_db(self):
+        self.db.start()
         for db in DATABASES:
-            self.pg.create_database(db)
+            self.db.create_database(db)
 
     def start_rabbit(self):
         home = self.layout.path('state', 'rabbitmq')
@@ -358,7 +356,7 @@ class Cloud(object):
         if not self.layout.gnocchi_bin:
             raise CloudError('Gnocchi is not installed: tox -e gnocchi '
                              '--notest')
-        db = self.layout.db_url('gnocchi').replace('+psycopg2', '')
+        db = self.layout.db_url('gnocchi')
         conf = gnocchi_svc.write_conf(
             self.layout.etc('gnocchi', 'gnocchi.conf'), db,
             self.layout.path('state', 'gnocchi'), auth_mode='keystone',

@@ -24,6 +24,7 @@ import shutil
 import sys
 
 from rdt_virt.cloud import ini
+from rdt_virt.cloud import mariadb
 
 PASSWORD = 'rdt-virt'
 REGION = 'RegionOne'
@@ -31,7 +32,7 @@ REGION = 'RegionOne'
 # L3 CAT, MBA and MBM; the AMD host has 16 CLOSIDs but takes bandwidth
 # limits in absolute units, so percentage limits need the other host.
 COMPUTES = (('compute1', 'reference'), ('compute2', 'amd'))
-PORTS = ('postgres', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
+PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
          'placement', 'neutron', 'nova', 'gnocchi') + tuple(
     '%s_%s' % (kind, host) for host, _ in COMPUTES
     for kind in ('agent_prom', 'ceilometer_prom'))
@@ -71,8 +72,7 @@ class Layout(object):
         return 'rabbit://guest:guest@127.0.0.1:%d/' % self.ports['rabbit']
 
     def db_url(self, name):
-        return 'postgresql+psycopg2://postgres@127.0.0.1:%d/%s' % (
-            self.ports['postgres'], name)
+        return mariadb.Server(None, None, self.ports['db']).url(name)
 
 
 def _common(layout, name):

@@ -20,7 +20,7 @@
     rdt-virt-sandbox stop [--dir DIR]
     rdt-virt-sandbox guest-image [--program burn|idle] PATH
     rdt-virt-sandbox guest-xml --image PATH [--vcpus N] NAME
-    rdt-virt-sandbox cloud up|down|status [--dir DIR] [--gnocchi-bin B]
+    rdt-virt-sandbox cloud up|flow|status|down [--dir DIR] [--gnocchi-bin B]
 
 ``start`` prints how to reach the sandbox: the libvirt URI, the emulated
 resctrl path, the emulator's control socket and the command that enters the
@@ -38,6 +38,7 @@ import sys
 import time
 
 from rdt_virt.cloud import cloud as cloud_mod
+from rdt_virt.cloud import flow as flow_mod
 from rdt_virt.cloud import process
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import guest
@@ -72,6 +73,8 @@ def cloud_main(args):
     try:
         if args.action == 'up':
             cloud.up()
+        elif args.action == 'flow':
+            flow_mod.Flow(cloud).run()
         elif args.action == 'down':
             cloud.down()
             print('down; removed %s' % args.dir)
@@ -83,7 +86,7 @@ def cloud_main(args):
             for row in rows:
                 print('%-36s %-8s %s' % row)
             return 0 if all(r[2] == 'up' for r in rows) else 3
-    except (cloud_mod.CloudError, process.ProcessError,
+    except (cloud_mod.CloudError, process.ProcessError, flow_mod.FlowError,
             launcher.SandboxError) as e:
         print('rdt-virt-sandbox cloud: %s' % e, file=sys.stderr)
         return 1
@@ -118,7 +121,7 @@ def main(argv=None):
     xml.add_argument('name')
     cloud = sub.add_parser('cloud', help='a real OpenStack cloud on two '
                            'emulated RDT hosts')
-    cloud.add_argument('action', choices=('up', 'down', 'status'))
+    cloud.add_argument('action', choices=('up', 'down', 'status', 'flow'))
     cloud.add_argument('--dir', default=cloud_mod.DEFAULT_DIR,
                        help='the cloud directory (default %(default)s)')
     cloud.add_argument('--gnocchi-bin', default=os.environ.get(
