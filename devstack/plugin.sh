@@ -11,12 +11,15 @@
 # stack post-config configure nova.conf (driver, [rdt], scheduler), write
 #                   rdt-virt.conf, start the emulated host if asked for, add
 #                   the meters to Ceilometer's polling
+#                   and rdt-virt's Gnocchi resource definitions to the
+#                   notification agent's gnocchi_resources.yaml
 # stack extra       start rdt-virt-agent
 # unstack           stop the agent and the emulated host
 # clean             remove the loader and the configuration
 
 function install_rdt_virt {
-    if ! is_service_enabled n-cpu n-sch rdt-virt-agent ceilometer-acompute; then
+    if ! is_service_enabled n-cpu n-sch rdt-virt-agent ceilometer-acompute \
+            ceilometer-anotification; then
         return
     fi
     setup_develop "$RDT_VIRT_DIR"
@@ -136,6 +139,19 @@ function configure_rdt_virt_ceilometer {
 POLLING
 }
 
+# Ceilometer's Gnocchi publisher (in the notification agent) drops samples
+# of meters its resource definitions lack; since Ceilometer 24 its own
+# gnocchi_resources.yaml lacks rdt-virt's. Merge them into the deployment's
+# file (Ceilometer's plugin copies its own there in post-config: enable
+# rdt-virt after ceilometer), or into a copy of the packaged one.
+function configure_rdt_virt_gnocchi_resources {
+    if ! is_service_enabled ceilometer-anotification; then
+        return
+    fi
+    "$NOVA_BIN_DIR/rdt-virt-gnocchi-resources" \
+        --output "$RDT_VIRT_GNOCCHI_RESOURCES"
+}
+
 function start_rdt_virt_sandbox {
     if [[ "$RDT_VIRT_EMULATE" != "True" ]] || ! is_service_enabled n-cpu; then
         return
@@ -180,6 +196,7 @@ elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
     configure_rdt_virt_nova
     configure_rdt_virt_agent
     configure_rdt_virt_ceilometer
+    configure_rdt_virt_gnocchi_resources
     start_rdt_virt_sandbox
 elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
     echo_summary "Starting rdt-virt-agent"

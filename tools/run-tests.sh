@@ -4,15 +4,16 @@
 # Run as root on a fresh machine: it installs the system packages listed in
 # bindep.txt (libvirt, QEMU, FUSE, ...), builds the tox environments (with
 # Nova and Ceilometer) and runs the style checks, the unit tests, the
-# functional tests on the emulated RDT host (real libvirtd and KVM guests),
-# the sample config check, the docs and the release notes. It ends with one
-# line: "N passed, N failed, N skipped".
+# functional tests on the emulated RDT host (real libvirtd and KVM guests;
+# Gnocchi, from its own environment, for the telemetry tests), the sample
+# config check, the docs and the release notes. It ends with one line:
+# "N passed, N failed, N skipped".
 #
 # RDT_VIRT_TOX_ENVS picks other tox targets (comma separated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,functional,genconfig,docs,releasenotes}
+envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,genconfig,docs,releasenotes}
 
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh

@@ -22,6 +22,7 @@
     rdt-virt-sandbox stop [--dir DIR]
     rdt-virt-sandbox guest-image [--program burn|idle|work] PATH
     rdt-virt-sandbox guest-xml --image PATH [--vcpus N] [--serial-file F] NAME
+    rdt-virt-sandbox cloud up|flow|status|down [--dir DIR] [--gnocchi-bin B]
 
 ``start`` prints how to reach the sandbox: the libvirt URI, the emulated
 resctrl path, the emulator's control socket and the command that enters the
@@ -30,14 +31,19 @@ until SIGTERM or SIGINT and stops the sandbox: the form a service manager
 (systemd, DevStack's run_process) wants. Both need root, /dev/kvm,
 /dev/fuse, libvirt and QEMU. MB throttles slow the throttled vCPUs down
 (cgroup CPU quotas, see :mod:`rdt_virt.emulator.enforce`) unless
-``--no-mba-effect`` is given.
+``--no-mba-effect`` is given. ``cloud`` runs a whole OpenStack cloud on two sandboxes
+(:mod:`rdt_virt.cloud.cloud`).
 """
 
 import argparse
+import os
 import signal
 import sys
 import time
 
+from rdt_virt.cloud import cloud as cloud_mod
+from rdt_virt.cloud import flow as flow_mod
+from rdt_virt.cloud import process
 from rdt_virt.emulator import control
 from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
@@ -75,6 +81,31 @@ def _wait_for_signal():
         signal.signal(sig, lambda *_: stop.append(True))
     while not stop:
         time.sleep(0.5)
+
+
+def cloud_main(args):
+    cloud = cloud_mod.Cloud(args.dir, gnocchi_bin=args.gnocchi_bin)
+    try:
+        if args.action == 'up':
+            cloud.up()
+        elif args.action == 'flow':
+            flow_mod.Flow(cloud).run()
+        elif args.action == 'down':
+            cloud.down()
+            print('down; removed %s' % args.dir)
+        else:
+            rows = cloud.status()
+            if not rows:
+                print('no cloud in %s' % args.dir)
+                return 3
+            for row in rows:
+                print('%-36s %-8s %s' % row)
+            return 0 if all(r[2] == 'up' for r in rows) else 3
+    except (cloud_mod.CloudError, process.ProcessError, flow_mod.FlowError,
+            launcher.SandboxError) as e:
+        print('rdt-virt-sandbox cloud: %s' % e, file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv=None):
@@ -120,8 +151,18 @@ def main(argv=None):
                      help='put the serial port on this file (a "work" '
                           'guest reports its progress there)')
     xml.add_argument('name')
+    cloud = sub.add_parser('cloud', help='a real OpenStack cloud on two '
+                           'emulated RDT hosts')
+    cloud.add_argument('action', choices=('up', 'down', 'status', 'flow'))
+    cloud.add_argument('--dir', default=cloud_mod.DEFAULT_DIR,
+                       help='the cloud directory (default %(default)s)')
+    cloud.add_argument('--gnocchi-bin', default=os.environ.get(
+        'RDT_VIRT_GNOCCHI_BIN'), help="bin directory of Gnocchi's "
+        "environment (default $RDT_VIRT_GNOCCHI_BIN)")
     args = parser.parse_args(argv)
 
+    if args.command == 'cloud':
+        return cloud_main(args)
     if args.command == 'guest-image':
         print(guest.write_image(args.path, args.program))
         return 0

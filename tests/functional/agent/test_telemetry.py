@@ -151,8 +151,8 @@ class TestRates(RatesTestCase):
         self.assertLess(abs(float(row[-1]) - 400.0), 4.0)
 
 
-class TestCeilometer(RatesTestCase):
-    """Ceilometer's AgentManager polls the pollsters end to end."""
+class CeilometerTestCase(RatesTestCase):
+    """Ceilometer's configuration and libvirt domains for the instances."""
 
     FLAVOR = ('<nova:flavor name="m1.batch" id="42"><nova:memory>512'
               '</nova:memory><nova:disk>1</nova:disk><nova:swap>0</nova:swap>'
@@ -203,6 +203,10 @@ class TestCeilometer(RatesTestCase):
 <nova:project uuid="p1">p</nova:project></nova:owner></nova:instance>
 </metadata><os><type arch='x86_64'>hvm</type></os></domain>''' % (
             i, uuid, i, self.FLAVOR))
+
+
+class TestCeilometer(CeilometerTestCase):
+    """Ceilometer's AgentManager polls the pollsters end to end."""
 
     def test_agent_manager_emits_samples_with_instance_ids(self):
         self.agent.sample()

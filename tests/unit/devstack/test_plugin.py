@@ -46,7 +46,7 @@ class TestDevStackPlugin(base.TestCase):
         os.mkdir(self.bin)
         # The plugin's own commands, recording their arguments.
         for name in ('rdt-virt-nova-loader', 'rdt-virt-sandbox',
-                     'rdt-virt-agent'):
+                     'rdt-virt-agent', 'rdt-virt-gnocchi-resources'):
             path = os.path.join(self.bin, name)
             with open(path, 'w') as f:
                 f.write('#!/bin/bash\necho "%s|$*" >> %s\n' % (
@@ -235,6 +235,20 @@ class TestDevStackPlugin(base.TestCase):
         with open(self.polling) as f:
             (source,) = yaml.safe_load(f)['sources']
         self.assertEqual('rdt_pollsters', source['name'])
+
+    def test_gnocchi_resources_where_the_notification_agent_runs(self):
+        calls = self.run_plugin(['ceilometer-anotification'],
+                                phases=PHASES[:3])
+        self.assertEqual([
+            ('setup_develop', REPO),
+            ('rdt-virt-gnocchi-resources',
+             '--output /etc/ceilometer/gnocchi_resources.yaml'),
+        ], calls)
+        calls = self.run_plugin(
+            ['ceilometer-anotification'], phases=PHASES[1:2],
+            RDT_VIRT_GNOCCHI_RESOURCES='/etc/telemetry/resources.yaml')
+        self.assertEqual([('rdt-virt-gnocchi-resources',
+                           '--output /etc/telemetry/resources.yaml')], calls)
 
     def test_nothing_where_no_service_of_it_runs(self):
         with open(self.record, 'w'):

@@ -1,0 +1,280 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Configuration and commands of the cloud's OpenStack services.
+
+Each function writes one service's files with :mod:`rdt_virt.cloud.ini`
+(DevStack's iniset) from a :class:`Layout` and returns nothing else; the
+rdt-virt parts (compute driver, scheduler filter and weigher, agent,
+pollsters, Gnocchi definitions) are not here: the DevStack plugin writes
+them (see :mod:`rdt_virt.cloud.cloud`).
+"""
+
+import os
+import shutil
+import sys
+
+from rdt_virt.cloud import ini
+from rdt_virt.cloud import mariadb
+
+PASSWORD = 'rdt-virt'
+REGION = 'RegionOne'
+# Compute hosts: (name, emulated hardware profile). The reference host has
+# L3 CAT, MBA and MBM; the AMD host has 16 CLOSIDs but takes bandwidth
+# limits in absolute units, so percentage limits need the other host.
+COMPUTES = (('compute1', 'reference'), ('compute2', 'amd'))
+PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
+         'placement', 'neutron', 'nova', 'gnocchi') + tuple(
+    '%s_%s' % (kind, host) for host, _ in COMPUTES
+    for kind in ('agent_prom', 'ceilometer_prom'))
+
+
+class Layout(object):
+    """Where the cloud under ``base`` keeps everything."""
+
+    def __init__(self, base, ports, venv_bin=None, gnocchi_bin=None):
+        self.base = os.path.abspath(base)
+        self.ports = ports
+        self.bin = venv_bin or os.path.dirname(sys.executable)
+        self.gnocchi_bin = gnocchi_bin
+
+    def path(self, *parts):
+        return os.path.join(self.base, *parts)
+
+    def etc(self, *parts):
+        return self.path('etc', *parts)
+
+    def tool(self, name):
+        return os.path.join(self.bin, name)
+
+    @property
+    def venv(self):
+        return os.path.dirname(self.bin)
+
+    def url(self, service, suffix=''):
+        return 'http://127.0.0.1:%d%s' % (self.ports[service], suffix)
+
+    @property
+    def keystone_url(self):
+        return self.url('keystone', '/v3')
+
+    @property
+    def transport_url(self):
+        return 'rabbit://guest:guest@127.0.0.1:%d/' % self.ports['rabbit']
+
+    def db_url(self, name):
+        return mariadb.Server(None, None, self.ports['db']).url(name)
+
+
+def _common(layout, name):
+    return {'DEFAULT': {'debug': 'False', 'use_stderr': 'True',
+                        'transport_url': layout.transport_url,
+                        'state_path': layout.path('state', name)},
+            'oslo_concurrency': {'lock_path': layout.path('state', name,
+                                                          'lock')}}
+
+
+def _authtoken(layout, user):
+    """keystonemiddleware, and the service user's own credentials."""
+    auth = {'auth_type': 'password', 'auth_url': layout.keystone_url,
+            'username': user, 'password': PASSWORD,
+            'project_name': 'service', 'user_domain_name': 'Default',
+            'project_domain_name': 'Default', 'region_name': REGION}
+    token = dict(auth, www_authenticate_uri=layout.keystone_url,
+                 service_token_roles_required='True')
+    return token, auth
+
+
+def keystone(layout):
+    path = layout.etc('keystone', 'keystone.conf')
+    keys = layout.path('state', 'keystone') + '/'
+    conf = {
+        'DEFAULT': {'debug': 'False', 'use_stderr': 'True'},
+        'database': {'connection': layout.db_url('keystone')},
+        'token': {'provider': 'fernet'},
+        'fernet_tokens': {'key_repository': keys + 'fernet-keys'},
+        'fernet_receipts': {'key_repository': keys + 'fernet-keys'},
+        'credential': {'key_repository': keys + 'credential-keys'},
+    }
+    ini.set_many(path, conf)
+    return path
+
+
+def placement(layout):
+    path = layout.etc('placement', 'placement.conf')
+    token, _ = _authtoken(layout, 'placement')
+    ini.set_many(path, {
+        'DEFAULT': {'debug': 'False', 'use_stderr': 'True'},
+        'placement_database': {'connection': layout.db_url('placement')},
+        'api': {'auth_strategy': 'keystone'},
+        'keystone_authtoken': token,
+    })
+    return path
+
+
+def glance(layout):
+    conf_dir = layout.etc('glance')
+    path = os.path.join(conf_dir, 'glance-api.conf')
+    token, _ = _authtoken(layout, 'glance')
+    store = layout.path('state', 'glance')
+    ini.set_many(path, {
+        'DEFAULT': {'debug': 'False', 'use_stderr': 'True',
+                    'enabled_backends': 'fs:file',
+                    'transport_url': layout.transport_url},
+        'database': {'connection': layout.db_url('glance')},
+        'keystone_authtoken': token,
+        'paste_deploy': {'flavor': 'keystone'},
+        'glance_store': {'default_backend': 'fs'},
+        'fs': {'filesystem_store_datadir': os.path.join(store, 'images')},
+        'os_glance_staging_store': {
+            'filesystem_store_datadir': os.path.join(store, 'staging')},
+        'os_glance_tasks_store': {
+            'filesystem_store_datadir': os.path.join(store, 'tasks')},
+        'oslo_concurrency': {'lock_path': os.path.join(store, 'lock')},
+    })
+    shutil.copy(os.path.join(layout.venv, 'etc', 'glance',
+                             'glance-api-paste.ini'), conf_dir)
+    return path
+
+
+def neutron(layout):
+    """Neutron's API with ML2 and no mechanism driver: ports, no wiring.
+
+    Nova asks Neutron for the ports of every server it shows, lists or
+    deletes, also for servers created with ``networks: none``; no agent is
+    needed to answer that no port exists.
+    """
+    path = layout.etc('neutron', 'neutron.conf')
+    token, auth = _authtoken(layout, 'neutron')
+    conf = _common(layout, 'neutron')
+    conf['DEFAULT'].update({'core_plugin': 'ml2', 'service_plugins': '',
+                            'auth_strategy': 'keystone',
+                            'notify_nova_on_port_status_changes': 'False',
+                            'notify_nova_on_port_data_changes': 'False',
+                            'api_workers': '1', 'rpc_workers': '0'})
+    conf.update({
+        'database': {'connection': layout.db_url('neutron')},
+        'keystone_authtoken': token,
+        'nova': auth,
+        'ml2': {'type_drivers': 'flat', 'tenant_network_types': '',
+                'mechanism_drivers': '', 'extension_drivers': ''},
+        'ml2_type_flat': {'flat_networks': 'physnet1'},
+    })
+    ini.set_many(path, conf)
+    return path
+
+
+def nova(layout):
+    """nova.conf of API, conductor and scheduler; base of the computes'."""
+    path = layout.etc('nova', 'nova.conf')
+    token, auth = _authtoken(layout, 'nova')
+    conf = _common(layout, 'nova')
+    conf['DEFAULT'].update({
+        'my_ip': '127.0.0.1', 'host': 'controller',
+        'osapi_compute_workers': '1', 'metadata_workers': '1',
+        # A build the RDTFilter or a claim refuses is retried elsewhere.
+        'scheduler_max_attempts': '3',
+        # No Neutron network info to heal for servers without networks.
+        'heal_instance_info_cache_interval': '-1',
+        'allow_resize_to_same_host': 'False',
+        'instance_usage_audit': 'False',
+    })
+    conf.update({
+        'api': {'auth_strategy': 'keystone'},
+        'wsgi': {'api_paste_config': layout.etc('nova', 'api-paste.ini')},
+        'api_database': {'connection': layout.db_url('nova_api')},
+        'database': {'connection': layout.db_url('nova_cell1')},
+        'keystone_authtoken': token,
+        'placement': auth,
+        'neutron': auth,
+        'glance': {'region_name': REGION},
+        'service_user': dict(auth, send_service_user_token='True'),
+        'conductor': {'workers': '1'},
+        'scheduler': {'workers': '1', 'discover_hosts_in_cells_interval':
+                      '10'},
+        'notifications': {'notify_on_state_change': 'vm_and_task_state'},
+        'oslo_messaging_notifications': {'driver': 'messagingv2'},
+        'vnc': {'enabled': 'False'},
+        'spice': {'enabled': 'False'},
+        'cinder': {'os_region_name': REGION},
+        'filter_scheduler': {'enabled_filters':
+                             'ComputeFilter,ComputeCapabilitiesFilter,'
+                             'ImagePropertiesFilter'},
+    })
+    ini.set_many(path, conf)
+    shutil.copy(os.path.join(layout.venv, 'etc', 'nova', 'api-paste.ini'),
+                layout.etc('nova', 'api-paste.ini'))
+    return path
+
+
+def nova_compute(layout, host, sandbox_dir):
+    """nova-cpu-<host>.conf, read after nova.conf by that nova-compute."""
+    path = layout.etc('nova', 'nova-cpu-%s.conf' % host)
+    helper = '%s --config-file %s --config-file %s' % (
+        layout.tool('privsep-helper'), layout.etc('nova', 'nova.conf'), path)
+    ini.set_many(path, {
+        'DEFAULT': {'host': host,
+                    'state_path': layout.path('state', host),
+                    # One directory for both hosts: shared instance storage,
+                    # as with NFS, so migrations need no copy over SSH.
+                    'instances_path': layout.path('state', 'instances'),
+                    'resume_guests_state_on_host_boot': 'False'},
+        'oslo_concurrency': {'lock_path': layout.path('state', host,
+                                                      'lock')},
+        'libvirt': {'virt_type': 'kvm', 'cpu_mode': 'none',
+                    'images_type': 'qcow2',
+                    'live_migration_scheme': 'tcp'},
+        'workarounds': {'disable_fallback_pcpu_query': 'True'},
+        # As root without sudo rules: the privsep daemons from the venv.
+        'privsep': {'helper_command': helper},
+        'nova_sys_admin': {'helper_command': helper},
+        'privsep_osbrick': {'helper_command': helper},
+    })
+    return path
+
+
+def ceilometer(layout, host=None):
+    """ceilometer.conf: the notification agent's, or a compute host's."""
+    name = 'ceilometer-%s' % (host or 'notification')
+    path = layout.etc('ceilometer', name + '.conf')
+    _, auth = _authtoken(layout, 'ceilometer')
+    conf = _common(layout, name)
+    conf['DEFAULT'].update({'host': host or 'controller'})
+    conf.update({
+        'service_credentials': dict(auth, interface='public'),
+        'notification': {'workers': '1', 'pipelines': 'meter'},
+    })
+    if host:
+        conf['polling'] = {
+            'cfg_file': layout.etc('ceilometer', 'polling-%s.yaml' % host),
+            'enable_prometheus_exporter': 'True',
+            'prometheus_listen_addresses': '127.0.0.1:%d' % layout.ports[
+                'ceilometer_prom_%s' % host]}
+        conf['compute'] = {'instance_discovery_method': 'libvirt_metadata',
+                           'resource_update_interval': '60'}
+    else:
+        conf['DEFAULT']['pipeline_cfg_file'] = layout.etc(
+            'ceilometer', 'pipeline.yaml')
+        with open(layout.etc('ceilometer', 'pipeline.yaml'), 'w') as f:
+            f.write('sources:\n'
+                    '  - name: meter_source\n'
+                    '    meters: ["*"]\n'
+                    '    sinks: [meter_sink]\n'
+                    'sinks:\n'
+                    '  - name: meter_sink\n'
+                    '    publishers:\n'
+                    '      - gnocchi://?archive_policy=ceilometer-low'
+                    '&filter_project=service&resources_definition_file=%s\n'
+                    % layout.etc('ceilometer', 'gnocchi_resources.yaml'))
+    os.makedirs(layout.etc('ceilometer'), exist_ok=True)
+    ini.set_many(path, conf)
+    return path
