@@ -31,8 +31,8 @@ until SIGTERM or SIGINT and stops the sandbox: the form a service manager
 (systemd, DevStack's run_process) wants. Both need root, /dev/kvm,
 /dev/fuse, libvirt and QEMU. MB throttles slow the throttled vCPUs down
 (cgroup CPU quotas, see :mod:`rdt_virt.emulator.enforce`) unless
-``--no-mba-effect`` is given. ``cloud`` runs a whole OpenStack cloud on two sandboxes
-(:mod:`rdt_virt.cloud.cloud`).
+``--no-mba-effect`` is given. ``cloud`` runs a whole OpenStack cloud on
+two sandboxes (:mod:`rdt_virt.cloud.cloud`).
 """
 
 import argparse
