@@ -181,7 +181,9 @@ def load(directory, name=None):
             events=tuple(e for e in profiles.ALL_EVENTS if e in feats),
             mon_scale=_SCALE[vendor], counter_width=_WIDTH[vendor],
             num_mbm_cntrs=int(cntrs.split(';')[0].split('=')[1])
-            if cntrs else None)
+            if cntrs else None,
+            bmec='bmec' in flags or 'mbm_total_bytes_config' in
+            tree.listdir('resctrl', 'info', 'L3_MON'))
 
     dom_ids = set()
     for vals in root.values():
@@ -287,6 +289,7 @@ def render(profile, dest, kernel=None, cpus=None):
                  'mbm_total_bytes': 'cqm_mbm_total',
                  'mbm_local_bytes': 'cqm_mbm_local'}
         flags += [names[e] for e in profile.mon.events]
+        flags += ['bmec'] if profile.mon.bmec else []
     cpu = profile.cpu
     host = {
         'vendor': cpu.vendor if cpu else {'intel': 'GenuineIntel',

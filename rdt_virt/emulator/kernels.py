@@ -43,6 +43,10 @@ FEATURES = collections.OrderedDict([
         '6.5', 'x86/resctrl: Implement rename op for mon groups',
         'a monitoring group can be renamed and moved to another control '
         'group (before: kernfs answers EPERM)')),
+    ('bmec', Feature(
+        '6.4', 'x86/resctrl: Add interface to read mbm_total_bytes_config',
+        'info/L3_MON/mbm_total_bytes_config and mbm_local_bytes_config on '
+        'hardware with BMEC (AMD)')),
     ('multi_tasks', Feature(
         '6.7', 'x86/resctrl: Add multiple tasks to the resctrl group at '
         'once', 'one tasks write takes a comma-separated list (before: one '

@@ -62,6 +62,10 @@ from rdt_virt.emulator import schemata
 
 CTRL = 'ctrl'
 MON = 'mon'
+#: BMEC: every traffic type, and the local ones (reads, non-temporal
+#: writes, slow-memory reads).
+BMEC_ALL = 0x7f
+BMEC_LOCAL = 0x15
 _STATUS_SIZE = 512
 
 
@@ -197,6 +201,13 @@ class ResctrlModel(object):
             self.assign = assign_mod.Assignments(
                 self.domains, mon.num_mbm_cntrs, mon.events)
         self.assign_enabled = self.assign is not None
+        # BMEC: event configuration per domain (all traffic types).
+        self.bmec = None
+        if mon and mon.bmec and self.has('bmec'):
+            self.bmec = {counters_mod.TOTAL: {d: BMEC_ALL
+                                              for d in self.domains},
+                         counters_mod.LOCAL: {d: BMEC_LOCAL
+                                              for d in self.domains}}
         if mon:
             self.counters.attach(self.root)
             self._assign_new_group(self.root)
@@ -252,6 +263,50 @@ class ResctrlModel(object):
         if not self.assign_enabled:
             return True
         return self.assign.assigned(group, event, dom)
+
+    # Bandwidth event configuration (BMEC) -----------------------------------
+
+    def bmec_visible(self):
+        """The config files exist unless mbm_event mode hides them."""
+        return self.bmec is not None and not self.assign_enabled
+
+    def bmec_text(self, event):
+        return ';'.join('%d=0x%02x' % (d, self.bmec[event][d])
+                        for d in self.domains) + '\n'
+
+    def write_bmec(self, event, text):
+        self._run(self._write_bmec, event, text)
+
+    def _write_bmec(self, event, text):
+        text = text.split('\n', 1)[0]
+        while text:
+            item, _, text = text.partition(';')
+            dom_text, eq, value = kparse.strim(item).partition('=')
+            try:
+                dom = kparse.kstrtoul(dom_text, 10)
+                if not eq:
+                    raise kparse.ParseError()
+            except kparse.ParseError:
+                self._fail(errno.EINVAL,
+                           "Missing '=' or non-numeric domain id\n")
+            try:
+                val = kparse.kstrtoul(value, 16)
+            except kparse.ParseError:
+                self._fail(errno.EINVAL,
+                           "Non-numeric event configuration value\n")
+            if val & ~BMEC_ALL:
+                self._fail(errno.EINVAL, "Invalid event configuration: max "
+                                         "valid mask is 0x%02x\n" % BMEC_ALL)
+            if dom not in self.domains:
+                self._fail(errno.EINVAL)
+            if self.bmec[event][dom] == val:
+                continue
+            self._update_counters()
+            self.bmec[event][dom] = val
+            # A new configuration resets every RMID's counters there.
+            for group in self.all_groups():
+                for ev in (counters_mod.TOTAL, counters_mod.LOCAL):
+                    self.counters.zero(group, dom, ev)
 
     def _assign_new_group(self, group):
         """mkdir's counters: failures are reported, not fatal."""

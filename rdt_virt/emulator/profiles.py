@@ -107,6 +107,9 @@ class Monitoring:
     counter_width: int = 24
     #: Assignable MBM counters per domain (AMD ABMC); None without.
     num_mbm_cntrs: typing.Optional[int] = None
+    #: Bandwidth event configuration (AMD BMEC): which traffic the MBM
+    #: events count, ``info/L3_MON/mbm_*_bytes_config``.
+    bmec: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -427,7 +430,7 @@ AMD = Profile(
     mb=_amd_bw('MB', 11),
     smba=_amd_bw('SMBA', 11),
     mon=Monitoring(num_rmids=256, events=ALL_EVENTS, mon_scale=64,
-                   counter_width=44),
+                   counter_width=44, bmec=True),
     geometry=CacheGeometry(l2_ways=8, l3_ways=16),
     cpu=CpuId('AuthenticAMD', 0x19, 0x11, 1),
 )

@@ -74,7 +74,9 @@ _BW_INFO = ('bandwidth_gran', 'delay_linear', 'min_bandwidth',
             'num_closids')
 _MON_INFO = ('max_threshold_occupancy', 'mon_features', 'num_rmids')
 _INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode',
-                  'mbm_assign_on_mkdir')
+                  'mbm_assign_on_mkdir', 'mbm_total_bytes_config',
+                  'mbm_local_bytes_config')
+_BMEC_EVENTS = ('mbm_total_bytes', 'mbm_local_bytes')
 
 
 def _err(code):
@@ -108,6 +110,9 @@ class ResctrlTree(object):
             if self.model.assign is not None:
                 files += ('available_mbm_cntrs', 'mbm_assign_on_mkdir',
                           'num_mbm_cntrs')
+            if self.model.bmec_visible():
+                files += tuple(e + '_config' for e in _BMEC_EVENTS
+                               if e in prof.mon.events)
             return files
         schema = prof.schema(name)
         if schema.is_cache:
@@ -301,6 +306,8 @@ class ResctrlTree(object):
                 return m.assign_counts_text(name == 'available_mbm_cntrs')
             if name == 'mbm_assign_on_mkdir':
                 return '%d\n' % m.assign.on_mkdir
+            if name.endswith('_config'):
+                return m.bmec_text(name[:-len('_config')])
             return '%d\n' % m.max_threshold
         schema = prof.schema(dirname)
         res = schema.resource
@@ -368,6 +375,8 @@ class ResctrlTree(object):
             return m.write_assign_mode(text)
         if node.kind == INFO_FILE and node.name == 'mbm_assign_on_mkdir':
             return m.write_assign_on_mkdir(text)
+        if node.kind == INFO_FILE and node.name.endswith('_bytes_config'):
+            return m.write_bmec(node.name[:-len('_config')], text)
         raise _err(errno.EINVAL)
 
     def mkdir(self, path, mode=0o755, ctx=ROOT_CONTEXT):

@@ -158,3 +158,44 @@ class AssignTest(fakes.ModelTestCase):
         self.assertEqual('0=32;1=32\n',
                          self.read('/info/L3_MON/available_mbm_cntrs'))
         self.assertEqual('Unassigned', self.counter('', 0))
+
+
+class BmecTest(fakes.ModelTestCase):
+
+    profile = 'amd'
+
+    def test_event_configuration(self):
+        self.assertEqual('0=0x7f;1=0x7f\n',
+                         self.read('/info/L3_MON/mbm_total_bytes_config'))
+        self.assertEqual('0=0x15;1=0x15\n',
+                         self.read('/info/L3_MON/mbm_local_bytes_config'))
+        self.tree.mkdir('/g1')
+        self.write('/g1/tasks', '100')
+        self.threads.run(100, 1.0, cpu=0)
+        self.clock.advance(1.0)
+        path = '/g1/mon_data/mon_L3_00/mbm_total_bytes'
+        self.assertEqual('%d\n' % (2 * GIB), self.read(path))
+        # A new configuration resets the domain's counters.
+        self.write('/info/L3_MON/mbm_total_bytes_config', '0=0x33\n')
+        self.assertEqual('0=0x33;1=0x7f\n',
+                         self.read('/info/L3_MON/mbm_total_bytes_config'))
+        self.assertEqual('0\n', self.read(path))
+        self.assertWriteFails(
+            errno.EINVAL, 'Invalid event configuration: max valid mask is '
+            '0x7f\n', '/info/L3_MON/mbm_total_bytes_config', '1=0x80\n')
+        self.assertWriteFails(
+            errno.EINVAL, "Missing '=' or non-numeric domain id\n",
+            '/info/L3_MON/mbm_local_bytes_config', 'x=0x1\n')
+        self.assertEqual(0o100644, self.tree.getattr(
+            '/info/L3_MON/mbm_local_bytes_config')['st_mode'])
+
+    def test_hidden_in_mbm_event_mode(self):
+        model = self.make_model('amd-zen5')
+        files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
+        self.assertNotIn('mbm_total_bytes_config', files)
+        model.assign_enabled = False
+        files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
+        self.assertIn('mbm_total_bytes_config', files)
+        model = self.make_model('amd', kernel='6.1-bmec')
+        files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
+        self.assertNotIn('mbm_total_bytes_config', files)
