@@ -25,11 +25,13 @@ Tasks
     Every thread belongs to one control group and at most one of its
     monitoring groups. Writing a tid to a control group's ``tasks`` moves it
     there and out of any monitoring group; a monitoring group only takes
-    threads of its parent. The write takes a comma-separated list, stops at
-    the first failure and keeps what it moved before. ``0`` means the
-    writer. A thread the emulator sees for the first time inherits the group
-    of its thread-group leader, else of its parent process, as a fork would
-    have made it.
+    threads of its parent. The write takes a comma-separated list (one
+    integer before 6.7), stops at the first failure and keeps what it moved
+    before. ``0`` means the writer. A thread the emulator sees for the
+    first time inherits the group of the thread that created it, as
+    clone() does: for a process, the parent's thread that forked it when
+    the thread source can tell, else the parent; for a thread, its
+    thread-group leader.
 CPUs
     Each CPU belongs to one control group (the root by default) and at most
     one of its monitoring groups. ``rmdir`` gives tasks and CPUs back to the
@@ -463,15 +465,24 @@ class ResctrlModel(object):
             self._snap = (now, self.threads.snapshot())
         return self._snap[1]
 
-    def _inherit(self, tid, tgid, ppid_of):
-        """A new thread joins its creator's group, as clone() does.
+    def _creator(self, tid, tgid, ppid_of):
+        """The thread that called clone() for *tid*, as far as known.
 
-        The creator is taken to be the thread group leader, or for a new
-        process its parent; ``ppid_of(tid)`` is only asked in that case.
+        The thread source may know it (``creator``: a process's parent
+        thread from ``/proc/PPID/task/*/children``); otherwise a thread's
+        leader or a process's parent stands in.
         """
-        parent = tgid if tgid != tid else None
-        if parent not in self._members:
-            parent = ppid_of(tid)
+        known = getattr(self.threads, 'creator', None)
+        creator = known(tid) if known else None
+        if creator is not None:
+            return creator
+        if tgid != tid:
+            return tgid
+        return ppid_of(tid)
+
+    def _inherit(self, tid, tgid, ppid_of):
+        """A new thread joins its creator's group, as clone() does."""
+        parent = self._creator(tid, tgid, ppid_of)
         if parent is not None and parent != tid and parent in self._members:
             self._members[tid] = self._members[parent]
 
