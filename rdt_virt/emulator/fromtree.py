@@ -117,7 +117,9 @@ def _cache_alloc(tree, name, flags, vendor, closid_factor=1):
         shareable_bits=tree.int(*info, 'shareable_bits', base=16, default=0),
         sparse_masks=bool(sparse if sparse is not None else
                           vendor == 'amd'),
-        cdp_capable=closid_factor == 2 or 'cdp_l3' in flags)
+        cdp_capable=closid_factor == 2 or 'cdp_l3' in flags,
+        io_alloc_capable=(tree.read(*info, 'io_alloc') or 'not supported'
+                          ).strip() != 'not supported' or 'sdciae' in flags)
 
 
 def _bw_alloc(tree, name, vendor, root, mba_mbps):
@@ -284,6 +286,7 @@ def render(profile, dest, kernel=None, cpus=None):
     flags = ['cat_l3'] if profile.l3 else []
     flags += ['cdp_l3'] if profile.l3 and profile.l3.cdp_capable else []
     flags += ['mba'] if profile.mb else []
+    flags += ['sdciae'] if profile.l3 and profile.l3.io_alloc_capable else []
     if profile.mon:
         names = {'llc_occupancy': 'cqm_occup_llc',
                  'mbm_total_bytes': 'cqm_mbm_total',

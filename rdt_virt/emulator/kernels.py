@@ -76,6 +76,10 @@ FEATURES = collections.OrderedDict([
         'Monitoring Counters (ABMC)', 'info/L3_MON/mbm_assign_mode; on '
         'hardware with assignable counters, mbm_event mode by default: '
         'num_mbm_cntrs counters per domain, Unassigned without one')),
+    ('io_alloc', Feature(
+        '6.19', 'fs/resctrl: Introduce interface to modify io_alloc '
+        'capability', 'info/<cache>/io_alloc and io_alloc_cbm; enabling '
+        'it takes the highest CLOSID (AMD SDCIAE)')),
 ])
 
 #: Releases offered by name, oldest first; ``newest`` is the last one.

@@ -203,6 +203,7 @@ class ResctrlModel(object):
             self.assign = assign_mod.Assignments(
                 self.domains, mon.num_mbm_cntrs, mon.events)
         self.assign_enabled = self.assign is not None
+        self.io_alloc = False
         # BMEC: event configuration per domain (all traffic types).
         self.bmec = None
         if mon and mon.bmec and self.has('bmec'):
@@ -265,6 +266,58 @@ class ResctrlModel(object):
         if not self.assign_enabled:
             return True
         return self.assign.assigned(group, event, dom)
+
+    # io_alloc (6.19) -----------------------------------------------------
+
+    def _io_alloc_closid(self):
+        """I/O traffic uses the highest CLOSID of the cache resource."""
+        n = self.profile.l3.num_closids
+        return (n // 2 if self.profile.cdp else n) - 1
+
+    def io_alloc_text(self, schema):
+        if not schema.resource.io_alloc_capable:
+            return 'not supported\n'
+        return 'enabled\n' if self.io_alloc else 'disabled\n'
+
+    def io_alloc_cbm_text(self, schema):
+        self._run(self._check_io_alloc, schema)
+        closid = self._io_alloc_closid()
+        vals = schemata.init_config(self.profile, self.domains, closid,
+                                    self.allocated())[schema.name]
+        return ';'.join('%d=%x' % (d, vals[d]) for d in self.domains) + '\n'
+
+    def _check_io_alloc(self, schema):
+        if not schema.resource.io_alloc_capable:
+            self._fail(errno.ENODEV, "io_alloc is not supported on %s\n"
+                       % schema.name)
+        if not self.io_alloc:
+            self._fail(errno.EINVAL, "io_alloc is not enabled on %s\n"
+                       % schema.name)
+
+    def write_io_alloc(self, schema, text):
+        value = kparse.strim(text).lower()
+        if value in ('1', 'y', 'yes', 'on', 'true'):
+            enable = True
+        elif value in ('0', 'n', 'no', 'off', 'false'):
+            enable = False
+        else:
+            raise kparse.KernelError(errno.EINVAL)
+        self._run(self._write_io_alloc, schema, enable)
+
+    def _write_io_alloc(self, schema, enable):
+        if not schema.resource.io_alloc_capable:
+            self._fail(errno.ENODEV, "io_alloc is not supported on %s\n"
+                       % schema.name)
+        if enable == self.io_alloc:
+            return
+        closid = self._io_alloc_closid()
+        if enable:
+            for group in self.groups.values():
+                if group.closid == closid:
+                    self._fail(errno.ENOSPC, "CLOSID (ctrl_hw_id) %d for "
+                               "io_alloc is used by %s group\n"
+                               % (closid, group.name))
+        self.io_alloc = enable
 
     # Bandwidth event configuration (BMEC) -----------------------------------
 
@@ -766,6 +819,8 @@ class ResctrlModel(object):
 
     def _alloc_closid(self):
         used = {g.closid for g in self.groups.values()}
+        if self.io_alloc:
+            used.add(self._io_alloc_closid())
         for closid in range(1, self.usable_closids):
             if closid not in used:
                 return closid

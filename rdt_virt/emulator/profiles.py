@@ -68,6 +68,8 @@ class CacheAlloc:
     shareable_bits: int
     sparse_masks: bool
     cdp_capable: bool
+    #: Cache allocation for I/O traffic (AMD SDCIAE): ``io_alloc``.
+    io_alloc_capable: bool = False
 
     @property
     def cbm_mask(self):
@@ -445,8 +447,9 @@ AMD_MB4096 = dataclasses.replace(
 AMD_ZEN5 = dataclasses.replace(
     AMD, name='amd-zen5',
     mon=dataclasses.replace(AMD.mon, num_mbm_cntrs=32),
+    l3=dataclasses.replace(AMD.l3, io_alloc_capable=True),
     description='AMD EPYC Zen 5: the amd profile plus assignable MBM '
-                'counters (ABMC, 32 per domain)')
+                'counters (ABMC, 32 per domain) and L3 io_alloc')
 
 L3_CAT = dataclasses.replace(
     REFERENCE, name='l3-cat', mb=None, mon=None,

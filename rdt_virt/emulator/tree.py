@@ -73,7 +73,7 @@ _CACHE_INFO = ('bit_usage', 'cbm_mask', 'min_cbm_bits', 'num_closids',
 _BW_INFO = ('bandwidth_gran', 'delay_linear', 'min_bandwidth',
             'num_closids')
 _MON_INFO = ('max_threshold_occupancy', 'mon_features', 'num_rmids')
-_INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode',
+_INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode', 'io_alloc',
                   'mbm_assign_on_mkdir', 'mbm_total_bytes_config',
                   'mbm_local_bytes_config')
 _BMEC_EVENTS = ('mbm_total_bytes', 'mbm_local_bytes')
@@ -116,9 +116,12 @@ class ResctrlTree(object):
             return files
         schema = prof.schema(name)
         if schema.is_cache:
+            files = _CACHE_INFO
             if not self.model.has('sparse_masks'):
-                return tuple(f for f in _CACHE_INFO if f != 'sparse_masks')
-            return _CACHE_INFO
+                files = tuple(f for f in files if f != 'sparse_masks')
+            if self.model.has('io_alloc'):
+                files += ('io_alloc', 'io_alloc_cbm')
+            return files
         modes = [r.throttle_mode for r in (prof.mb, prof.smba) if r]
         if any(modes):
             return _BW_INFO + ('thread_throttle_mode',)
@@ -319,6 +322,10 @@ class ResctrlTree(object):
                           sparse_masks='%d' % res.sparse_masks)
             if name == 'bit_usage':
                 return m.bit_usage_text(schema)
+            if name == 'io_alloc':
+                return m.io_alloc_text(schema)
+            if name == 'io_alloc_cbm':
+                return m.io_alloc_cbm_text(schema)
         else:
             values.update(min_bandwidth='%d' % res.min_bandwidth,
                           bandwidth_gran='%d' % res.bandwidth_gran,
@@ -375,6 +382,8 @@ class ResctrlTree(object):
             return m.write_assign_mode(text)
         if node.kind == INFO_FILE and node.name == 'mbm_assign_on_mkdir':
             return m.write_assign_on_mkdir(text)
+        if node.kind == INFO_FILE and node.name == 'io_alloc':
+            return m.write_io_alloc(m.profile.schema(node.extra), text)
         if node.kind == INFO_FILE and node.name.endswith('_bytes_config'):
             return m.write_bmec(node.name[:-len('_config')], text)
         raise _err(errno.EINVAL)

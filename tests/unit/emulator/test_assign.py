@@ -199,3 +199,37 @@ class BmecTest(fakes.ModelTestCase):
         model = self.make_model('amd', kernel='6.1-bmec')
         files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
         self.assertNotIn('mbm_total_bytes_config', files)
+
+
+class IoAllocTest(fakes.ModelTestCase):
+
+    profile = 'amd-zen5'
+
+    def test_io_alloc_takes_the_highest_closid(self):
+        self.assertEqual('disabled\n', self.read('/info/L3/io_alloc'))
+        self.assertEqual('io_alloc is not enabled on L3\n', self.assertFails(
+            errno.EINVAL, self.read, '/info/L3/io_alloc_cbm'))
+        for i in range(15):
+            self.tree.mkdir('/g%d' % i)
+        # g14 holds CLOSID 15, the one io_alloc needs.
+        self.assertWriteFails(
+            errno.ENOSPC, 'CLOSID (ctrl_hw_id) 15 for io_alloc is used by '
+            'g14 group\n', '/info/L3/io_alloc', '1\n')
+        self.tree.rmdir('/g14')
+        self.write('/info/L3/io_alloc', '1\n')
+        self.assertEqual('enabled\n', self.read('/info/L3/io_alloc'))
+        self.assertEqual('0=ffff;1=ffff\n', self.read('/info/L3/io_alloc_cbm'))
+        self.assertEqual('Out of CLOSIDs\n', self.assertFails(
+            errno.ENOSPC, self.tree.mkdir, '/g14'))
+        self.write('/info/L3/io_alloc', '0\n')
+        self.tree.mkdir('/g14')
+
+    def test_not_supported_and_older_kernels(self):
+        tree = fakes.tree.ResctrlTree(self.make_model('amd'))
+        self.assertEqual('not supported\n', tree.read('/info/L3/io_alloc'))
+        e = self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/info/L3/io_alloc', b'1\n')
+        self.assertEqual(errno.ENODEV, e.errno)
+        tree = fakes.tree.ResctrlTree(self.make_model('amd-zen5',
+                                                      kernel='6.18'))
+        self.assertNotIn('io_alloc', tree.readdir('/info/L3'))
