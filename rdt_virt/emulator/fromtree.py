@@ -172,6 +172,11 @@ def load(directory, name=None):
         'MB' in info_dirs) else None
     smba = _bw_alloc(tree, 'SMBA', vendor, root, False) if (
         'SMBA' in info_dirs) else None
+    # SNC: mon_L3_XX holds one mon_sub_L3_YY per node.
+    snc = max([1] + [
+        len([n for n in tree.listdir('resctrl', 'mon_data', d)
+             if n.startswith('mon_sub_L3_')])
+        for d in tree.listdir('resctrl', 'mon_data')])
     mon = None
     if 'L3_MON' in info_dirs:
         feats = (tree.read('resctrl', 'info', 'L3_MON', 'mon_features') or
@@ -179,7 +184,8 @@ def load(directory, name=None):
         cntrs = (tree.read('resctrl', 'info', 'L3_MON', 'num_mbm_cntrs') or
                  '').strip()
         mon = profiles.Monitoring(
-            num_rmids=tree.int('resctrl', 'info', 'L3_MON', 'num_rmids'),
+            num_rmids=tree.int('resctrl', 'info', 'L3_MON',
+                               'num_rmids') * snc,
             events=tuple(e for e in profiles.ALL_EVENTS if e in feats),
             mon_scale=_SCALE[vendor], counter_width=_WIDTH[vendor],
             num_mbm_cntrs=int(cntrs.split(';')[0].split('=')[1])
@@ -229,7 +235,8 @@ def load(directory, name=None):
         name=name or os.path.basename(os.path.normpath(directory)),
         description=description, vendor=vendor, domains=domains, l3=l3,
         mb=mb, smba=smba, mon=mon, cdp='cdp' in opts, mba_mbps=mba_mbps,
-        geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''))
+        geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''),
+        snc_ways=snc)
 
 
 class _NoThreads(object):

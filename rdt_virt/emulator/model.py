@@ -183,9 +183,10 @@ class ResctrlModel(object):
         self._members = {}
         self._status = ''
         mon = profile.mon
+        self._setup_snc(profile)
         if self.rmids is None or old is None or old.mon != mon:
             self.rmids = rmids_mod.RmidAllocator(
-                mon.num_rmids if mon else 1, self.domains,
+                mon.num_rmids if mon else 1, self.mon_domains,
                 bool(mon) and counters_mod.OCCUPANCY in mon.events,
                 interval=self._limbo_delay,
                 half_life=profile.counters.occupancy_half_life,
@@ -195,8 +196,8 @@ class ResctrlModel(object):
                 self.max_threshold = (size // mon.num_rmids
                                       // mon.mon_scale * mon.mon_scale)
         self.counters = counters_mod.Counters(
-            profile, self.domains, profile.cpu_domains(self.online_cpus),
-            self._allowed_bytes, self._throttle, self.clock())
+            profile, self.mon_domains, self._cpu_nodes, self._allowed_bytes,
+            self._throttle, self.clock())
         self.counters.is_assigned = self._is_assigned
         self.assign = None
         if mon and mon.num_mbm_cntrs and self.has('mbm_assign'):
@@ -232,6 +233,35 @@ class ResctrlModel(object):
             self.counters.restore(self.root, kept)
         self._snap = None
         self._update_counters()
+
+    # Sub-NUMA Cluster (6.11) ------------------------------------------------
+
+    def _setup_snc(self, profile):
+        """Monitoring domains: the L3 ids, or with SNC the NUMA nodes.
+
+        Node ``i * snc + k`` is the k-th part of the i-th L3's CPUs; a node
+        without an online CPU is offline and absent, as in the kernel.
+        """
+        self.snc = 1
+        if profile.mon and profile.snc_ways > 1 and self.has('snc'):
+            self.snc = profile.snc_ways
+        blocks = profile.assign_cpus(self.online_cpus)
+        self._cpu_nodes, self.node_l3 = {}, {}
+        for i, dom in enumerate(profile.domains):
+            cpus = blocks.get(dom.id, [])
+            for k in range(self.snc):
+                part = cpus[k * len(cpus) // self.snc:
+                            (k + 1) * len(cpus) // self.snc]
+                node = dom.id if self.snc == 1 else i * self.snc + k
+                for cpu in part:
+                    self._cpu_nodes[cpu] = node
+                if part:
+                    self.node_l3[node] = dom.id
+        self.mon_domains = tuple(sorted(self.node_l3))
+
+    def nodes_of(self, dom):
+        """Monitoring domains of L3 domain *dom*."""
+        return [n for n in self.mon_domains if self.node_l3[n] == dom]
 
     # RMIDs -------------------------------------------------------------------
 
@@ -607,10 +637,13 @@ class ResctrlModel(object):
 
     # Counters hooks ----------------------------------------------------------
 
-    def _allowed_bytes(self, group, dom):
-        return schemata.allowed_l3_bytes(self.profile, dom, group.ctrl.config)
+    def _allowed_bytes(self, group, node):
+        # SNC splits the L3 between its nodes.
+        return schemata.allowed_l3_bytes(
+            self.profile, self.node_l3[node], group.ctrl.config) // self.snc
 
-    def _throttle(self, group, dom):
+    def _throttle(self, group, node):
+        dom = self.node_l3[node]
         mb = self.profile.mb
         if not mb:
             return 1.0, None
@@ -624,10 +657,25 @@ class ResctrlModel(object):
             return 1.0, val * mb.unit_bytes_per_second / counters_mod.MIB
         return min(1.0, val / float(mb.max_bandwidth)), None
 
-    def read_counter(self, group, dom, event):
-        """Text-ready value of a ``mon_data`` file: int or sentinel."""
+    def read_counter(self, group, dom, event, node=None):
+        """Text-ready value of a ``mon_data`` file: int or sentinel.
+
+        With SNC, ``mon_L3_XX`` sums the nodes of L3 *dom* and
+        ``mon_sub_L3_YY`` (*node*) shows one node.
+        """
         self._update_counters()
-        return self.counters.read(group, dom, event)
+        if node is not None:
+            return self.counters.read(group, node, event)
+        if self.snc == 1:
+            return self.counters.read(group, dom, event)
+        total, error = None, None
+        for n in self.nodes_of(dom):
+            val = self.counters.read(group, n, event)
+            if isinstance(val, str):
+                error = val
+            else:
+                total = (total or 0) + val
+        return total if total is not None else error
 
     # Group files -------------------------------------------------------------
 
@@ -936,7 +984,7 @@ class ResctrlModel(object):
             return out
         for group in self.all_groups():
             out[group.path or '/'] = {
-                'shown': {d: {e: self.counters.read(group, d, e)
+                'shown': {d: {e: self.read_counter(group, d, e)
                               for e in self.profile.mon.events}
                           for d in self.domains},
                 'own': self.counters.describe(group),

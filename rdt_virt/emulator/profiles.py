@@ -197,6 +197,8 @@ class Profile:
     cpu: typing.Optional[CpuId] = None
     #: Kernel command line the host was booted with (``rdt=`` matters).
     cmdline: str = ''
+    #: Sub-NUMA Cluster nodes per L3 (1: no SNC).
+    snc_ways: int = 1
 
     @property
     def alloc_capable(self):
@@ -398,6 +400,11 @@ REFERENCE_STOCK = dataclasses.replace(
     description='reference host booted without rdt=l3cat: the kernel '
                 'turns L3 CAT off on this stepping (MBA and CMT+MBM only)')
 
+SNC2 = dataclasses.replace(
+    REFERENCE, name='snc2', snc_ways=2,
+    description='the reference caches with Sub-NUMA Clustering, two nodes '
+                'per L3: monitoring per node (mon_sub_L3_*)')
+
 CDP = dataclasses.replace(
     REFERENCE, name='cdp', cdp=True,
     description='reference host mounted with -o cdp: L3CODE/L3DATA, '
@@ -459,8 +466,8 @@ MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
-PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, CDP, MBA_MBPS,
-                                AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
+PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, SNC2, CDP,
+                                MBA_MBPS, AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
                                 MONITORING)}
 
 

@@ -57,11 +57,12 @@ INFO_RES = 'info-res'      # /info/<name>
 MONGROUPS = 'mon_groups'   # <ctrl>/mon_groups
 MONDATA = 'mon_data'       # <group>/mon_data
 MONDOM = 'mon-dom'         # <group>/mon_data/mon_L3_XX
+MONSUB = 'mon-sub'         # .../mon_L3_XX/mon_sub_L3_YY (SNC)
 FILE = 'file'              # a group file
 INFO_FILE = 'info-file'    # a file under /info
 MON_FILE = 'mon-file'      # a counter file
 
-_DIRS = (GROUP, INFO, INFO_RES, MONGROUPS, MONDATA, MONDOM)
+_DIRS = (GROUP, INFO, INFO_RES, MONGROUPS, MONDATA, MONDOM, MONSUB)
 
 Node = collections.namedtuple('Node', 'kind group name extra')
 
@@ -154,6 +155,12 @@ class ResctrlTree(object):
         if node.kind == MONDATA:
             return ['mon_L3_%02d' % d for d in m.domains]
         if node.kind == MONDOM:
+            names = list(prof.mon.events)
+            if m.snc > 1:
+                names += ['mon_sub_L3_%02d' % n for n in m.nodes_of(
+                    node.extra)]
+            return names
+        if node.kind == MONSUB:
             return list(prof.mon.events)
         raise _err(errno.ENOTDIR)
 
@@ -186,6 +193,9 @@ class ResctrlTree(object):
             return Node(GROUP, node.group.mons[name], name, None)
         if node.kind == MONDATA:
             return Node(MONDOM, node.group, name, int(name[-2:]))
+        if node.kind == MONDOM and name.startswith('mon_sub_L3_'):
+            return Node(MONSUB, node.group, name, (node.extra,
+                                                   int(name[-2:])))
         return Node(MON_FILE, node.group, name, node.extra)
 
     def resolve(self, path):
@@ -214,7 +224,7 @@ class ResctrlTree(object):
             mode = 0o644 if node.name in _INFO_WRITABLE else 0o444
             return 0, 0, mode, None
         base = group.ctrl if node.kind == MONGROUPS else group
-        if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM):
+        if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM, MONSUB):
             return base.uid, base.gid, base.dirmode, base.ctime
         if node.kind == MON_FILE or node.name in _READ_ONLY:
             return group.uid, group.gid, 0o444, group.ctime
@@ -274,8 +284,12 @@ class ResctrlTree(object):
             if node.kind == FILE:
                 return self._group_file(node.group, node.name)
             if node.kind == MON_FILE:
-                val = self.model.read_counter(node.group, node.extra,
-                                              node.name)
+                if isinstance(node.extra, tuple):
+                    val = self.model.read_counter(node.group, node.extra[0],
+                                                  node.name, node.extra[1])
+                else:
+                    val = self.model.read_counter(node.group, node.extra,
+                                                  node.name)
                 return '%s\n' % val
             if node.extra is None:
                 return self.model.last_cmd_status
@@ -300,7 +314,8 @@ class ResctrlTree(object):
         prof = m.profile
         if dirname == 'L3_MON':
             if name == 'num_rmids':
-                return '%d\n' % prof.mon.num_rmids
+                # With SNC the RMIDs are shared out between the nodes.
+                return '%d\n' % (prof.mon.num_rmids // m.snc)
             if name == 'mon_features':
                 return ''.join(e + '\n' for e in prof.mon.events)
             if name == 'mbm_assign_mode':
