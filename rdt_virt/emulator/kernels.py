@@ -59,15 +59,15 @@ FEATURES = collections.OrderedDict([
         'mkdir_rdt_prepare()', 'control-group mkdir takes its CLOSID '
         'before its RMID (before: the RMID first, freed into limbo when '
         'no CLOSID is left)')),
+    ('snc', Feature(
+        '6.11', 'x86/resctrl: Sub-NUMA Cluster (SNC) detection and '
+        'enabling', 'with SNC, monitoring per node: mon_L3_XX sums its '
+        'mon_sub_L3_YY directories; num_rmids per node')),
     ('bw_validate', Feature(
         '6.12', 'x86/resctrl: Avoid overflow in MB settings in '
         'bw_validate()', 'MB values parsed as u32; MBps values are not '
         'rounded to bandwidth_gran (before: rounded up like percents); '
         'backported to stable releases')),
-    ('snc', Feature(
-        '6.11', 'x86/resctrl: Sub-NUMA Cluster (SNC) detection and '
-        'enabling', 'with SNC, monitoring per node: mon_L3_XX sums its '
-        'mon_sub_L3_YY directories; num_rmids per node')),
     ('no_padding', Feature(
         '6.15', 'x86/resctrl: Remove data_width and the tabular format',
         'schemata values are not padded to a column width')),
