@@ -199,6 +199,8 @@ class ResctrlModel(object):
             profile, self.mon_domains, self._cpu_nodes, self._allowed_bytes,
             self._throttle, self.clock())
         self.counters.is_assigned = self._is_assigned
+        if profile.mb and profile.mb.throttle_mode == 'max':
+            self.counters.siblings = profile.siblings(self.online_cpus)
         self.assign = None
         if mon and mon.num_mbm_cntrs and self.has('mbm_assign'):
             self.assign = assign_mod.Assignments(

@@ -199,6 +199,19 @@ class Profile:
     cmdline: str = ''
     #: Sub-NUMA Cluster nodes per L3 (1: no SNC).
     snc_ways: int = 1
+    #: Hyperthreads per core; consecutive CPUs of a domain are siblings.
+    threads_per_core: int = 1
+
+    def siblings(self, online_cpus):
+        """``{cpu: (other threads of its core)}`` of the emulated host."""
+        out = {}
+        n = self.threads_per_core
+        for cpus in self.assign_cpus(online_cpus).values():
+            for i in range(0, len(cpus), n):
+                core = cpus[i:i + n]
+                for cpu in core:
+                    out[cpu] = tuple(c for c in core if c != cpu)
+        return out
 
     @property
     def alloc_capable(self):
@@ -393,6 +406,7 @@ REFERENCE = Profile(
     # with rdt=l3cat, as the reference host is.
     cpu=CpuId('GenuineIntel', 6, 0x55, 7),
     cmdline='rdt=l3cat',
+    threads_per_core=2,
 )
 
 REFERENCE_STOCK = dataclasses.replace(
