@@ -117,7 +117,9 @@ def _cache_alloc(tree, name, flags, vendor, closid_factor=1):
         shareable_bits=tree.int(*info, 'shareable_bits', base=16, default=0),
         sparse_masks=bool(sparse if sparse is not None else
                           vendor == 'amd'),
-        cdp_capable=closid_factor == 2 or 'cdp_l3' in flags)
+        cdp_capable=closid_factor == 2 or 'cdp_l3' in flags,
+        io_alloc_capable=(tree.read(*info, 'io_alloc') or 'not supported'
+                          ).strip() != 'not supported' or 'sdciae' in flags)
 
 
 def _bw_alloc(tree, name, vendor, root, mba_mbps):
@@ -170,6 +172,11 @@ def load(directory, name=None):
         'MB' in info_dirs) else None
     smba = _bw_alloc(tree, 'SMBA', vendor, root, False) if (
         'SMBA' in info_dirs) else None
+    # SNC: mon_L3_XX holds one mon_sub_L3_YY per node.
+    snc = max([1] + [
+        len([n for n in tree.listdir('resctrl', 'mon_data', d)
+             if n.startswith('mon_sub_L3_')])
+        for d in tree.listdir('resctrl', 'mon_data')])
     mon = None
     if 'L3_MON' in info_dirs:
         feats = (tree.read('resctrl', 'info', 'L3_MON', 'mon_features') or
@@ -177,11 +184,14 @@ def load(directory, name=None):
         cntrs = (tree.read('resctrl', 'info', 'L3_MON', 'num_mbm_cntrs') or
                  '').strip()
         mon = profiles.Monitoring(
-            num_rmids=tree.int('resctrl', 'info', 'L3_MON', 'num_rmids'),
+            num_rmids=tree.int('resctrl', 'info', 'L3_MON',
+                               'num_rmids') * snc,
             events=tuple(e for e in profiles.ALL_EVENTS if e in feats),
             mon_scale=_SCALE[vendor], counter_width=_WIDTH[vendor],
             num_mbm_cntrs=int(cntrs.split(';')[0].split('=')[1])
-            if cntrs else None)
+            if cntrs else None,
+            bmec='bmec' in flags or 'mbm_total_bytes_config' in
+            tree.listdir('resctrl', 'info', 'L3_MON'))
 
     dom_ids = set()
     for vals in root.values():
@@ -225,7 +235,8 @@ def load(directory, name=None):
         name=name or os.path.basename(os.path.normpath(directory)),
         description=description, vendor=vendor, domains=domains, l3=l3,
         mb=mb, smba=smba, mon=mon, cdp='cdp' in opts, mba_mbps=mba_mbps,
-        geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''))
+        geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''),
+        snc_ways=snc)
 
 
 class _NoThreads(object):
@@ -282,11 +293,13 @@ def render(profile, dest, kernel=None, cpus=None):
     flags = ['cat_l3'] if profile.l3 else []
     flags += ['cdp_l3'] if profile.l3 and profile.l3.cdp_capable else []
     flags += ['mba'] if profile.mb else []
+    flags += ['sdciae'] if profile.l3 and profile.l3.io_alloc_capable else []
     if profile.mon:
         names = {'llc_occupancy': 'cqm_occup_llc',
                  'mbm_total_bytes': 'cqm_mbm_total',
                  'mbm_local_bytes': 'cqm_mbm_local'}
         flags += [names[e] for e in profile.mon.events]
+        flags += ['bmec'] if profile.mon.bmec else []
     cpu = profile.cpu
     host = {
         'vendor': cpu.vendor if cpu else {'intel': 'GenuineIntel',

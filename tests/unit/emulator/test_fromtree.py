@@ -23,7 +23,7 @@ from tests import base
 from tests.unit.emulator import fakes
 
 FIELDS = ('vendor', 'domains', 'l3', 'mb', 'smba', 'mon', 'cdp',
-          'mba_mbps', 'geometry', 'cpu', 'cmdline')
+          'mba_mbps', 'geometry', 'cpu', 'cmdline', 'snc_ways')
 
 
 class RoundTripTest(base.TestCase):
