@@ -35,6 +35,7 @@ from rdt_virt.agent import reconcile
 from rdt_virt.agent import state as state_mod
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
+from rdt_virt.resctrl import capture
 from rdt_virt.resctrl import cpu_quirks
 from rdt_virt.resctrl import fs
 from rdt_virt.resctrl import schemata as schemata_mod
@@ -104,6 +105,13 @@ def capabilities_doc(rc, proc='/proc'):
 
 
 def cmd_capabilities(rc, args, out):
+    if getattr(args, 'capture', None):
+        count = capture.capture(args.capture, rc.root)
+        out.write('captured %d files of %s and the CPU caches into %s; '
+                  'emulate with: rdt-virt-emulator mount --from-tree %s '
+                  'MOUNTPOINT\n'
+                  % (count, rc.root, args.capture, args.capture))
+        return 0
     doc = capabilities_doc(rc, args.proc_root)
     if args.json:
         out.write(json.dumps(doc, indent=2, sort_keys=True) + '\n')
@@ -266,8 +274,13 @@ def main(argv=None, out=None):
                         'and the kernel command line)')
     sub = parser.add_subparsers(dest='command', required=True)
     for name in ('capabilities', 'groups'):
-        cmd = sub.add_parser(name)
+        cmd = sub.add_parser(name, aliases=['caps'] if name == 'capabilities'
+                             else [])
         cmd.add_argument('--json', action='store_true')
+    sub.choices['capabilities'].add_argument(
+        '--capture', metavar='DIR', help='write a copy of resctrl (info/, '
+        'default group, mon_data) and the CPU cache topology into DIR, for '
+        'rdt-virt-emulator mount --from-tree DIR')
     top = sub.add_parser('top', help='live per-instance table')
     top.add_argument('--interval', type=float, default=2.0)
     top.add_argument('--once', action='store_true')
@@ -284,8 +297,8 @@ def main(argv=None, out=None):
     if args.state_file:
         CONF.set_override('state_file', args.state_file, 'rdt')
     rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
-    commands = {'capabilities': cmd_capabilities, 'groups': cmd_groups,
-                'top': cmd_top}
+    commands = {'capabilities': cmd_capabilities, 'caps': cmd_capabilities,
+                'groups': cmd_groups, 'top': cmd_top}
     try:
         return commands[args.command](rc, args, out)
     except exception.RDTVirtException as e:

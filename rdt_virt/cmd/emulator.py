@@ -15,11 +15,13 @@
 ::
 
     rdt-virt-emulator mount --profile reference [--kernel 6.1+bw_validate]
-        [--control SOCK] MOUNTPOINT
+        [--cmdline 'rdt=l3cat'] [--control SOCK] MOUNTPOINT
     rdt-virt-emulator mount --foreground ... MOUNTPOINT
     rdt-virt-emulator umount MOUNTPOINT
     rdt-virt-emulator profiles
     rdt-virt-emulator kernels
+    rdt-virt-emulator render --profile amd DIR
+    rdt-virt-emulator mount --from-tree DIR MOUNTPOINT
     rdt-virt-emulator topology --profile reference [--cpus 0-1]
     rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
         set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay|
@@ -37,6 +39,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import launcher
 from rdt_virt.emulator import profiles
@@ -81,6 +84,13 @@ def _parser():
                         '"kernels"; default: newest)')
     p.add_argument('--legacy-kernel', action='store_true',
                    help='same as --kernel 6.1')
+    p.add_argument('--from-tree', metavar='DIR',
+                   help='emulate the host captured in DIR (rdt-virt '
+                        'capabilities --capture DIR) instead of a profile')
+    p.add_argument('--cmdline', metavar='TEXT',
+                   help='kernel command line of the emulated boot (default: '
+                        'the profile\'s); e.g. "" to boot the reference '
+                        'host without rdt=l3cat')
     p.add_argument('--limbo-delay', type=float, metavar='SECONDS',
                    help='seconds a freed RMID stays busy (default 1)')
     p.add_argument('--log-file', help='output of the background process')
@@ -92,6 +102,11 @@ def _parser():
     sub.add_parser('profiles', help='list the hardware profiles')
     sub.add_parser('kernels', help='list the kernel releases and the '
                                    'features they have')
+
+    p = sub.add_parser('render', help='write a profile as a captured tree')
+    p.add_argument('--profile', default='reference')
+    p.add_argument('--kernel', metavar='SPEC')
+    p.add_argument('directory')
 
     p = sub.add_parser('topology', help='print the CPU cache sysfs files '
                                         'a profile presents, as JSON')
@@ -139,7 +154,11 @@ def _ctl_args(args):
 
 
 def _mount(args):
-    profile = profiles.get_profile(args.profile)
+    if args.from_tree:
+        profile = profiles.get_profile(fromtree.load(args.from_tree),
+                                       args.cmdline)
+    else:
+        profile = profiles.get_profile(args.profile, args.cmdline)
     kernel = kernels.get_kernel(args.kernel or (
         '6.1' if args.legacy_kernel else None))
     if args.foreground:
@@ -154,7 +173,8 @@ def _mount(args):
                        kernel=kernel)
         return 0
     handle = launcher.mount(args.mountpoint, profile, args.control,
-                            kernel=kernel,
+                            kernel=kernel, cmdline=args.cmdline,
+                            from_tree=args.from_tree,
                             limbo_delay=args.limbo_delay,
                             log_path=args.log_file, debug=args.debug)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
@@ -207,6 +227,10 @@ def main(argv=None):
             return 0
         if args.command == 'kernels':
             return _kernels()
+        if args.command == 'render':
+            print(fromtree.render(args.profile, args.directory,
+                                  kernel=args.kernel))
+            return 0
         if args.command == 'topology':
             return _topology(args)
         client = control.ControlClient(args.control)
@@ -214,7 +238,8 @@ def main(argv=None):
         print(json.dumps(result, indent=1, sort_keys=True))
         return 0
     except (launcher.EmulatorError, control.ControlError,
-            profiles.UnknownProfile, kernels.UnknownKernel) as e:
+            profiles.UnknownProfile, kernels.UnknownKernel,
+            fromtree.TreeError) as e:
         print('rdt-virt-emulator: error: %s' % e, file=sys.stderr)
         return 1
     except BrokenPipeError:

@@ -37,6 +37,7 @@ import sys
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import guest
@@ -92,6 +93,12 @@ def main(argv=None):
                          help='emulated kernel release and features, e.g. '
                               '6.1 or 6.1+bw_validate (default: newest; '
                               'see "rdt-virt-emulator kernels")')
+        cmd.add_argument('--from-tree', metavar='DIR',
+                         help='emulate the host captured in DIR instead of '
+                              'a profile')
+        cmd.add_argument('--cmdline', metavar='TEXT',
+                         help='emulated kernel command line (default: the '
+                              'profile\'s, e.g. rdt=l3cat for reference)')
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
@@ -116,8 +123,10 @@ def main(argv=None):
     try:
         sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
                               getattr(args, 'cache_dir', None),
-                              kernel=getattr(args, 'kernel', None))
-    except kernels.UnknownKernel as e:
+                              kernel=getattr(args, 'kernel', None),
+                              cmdline=getattr(args, 'cmdline', None),
+                              from_tree=getattr(args, 'from_tree', None))
+    except (kernels.UnknownKernel, fromtree.TreeError) as e:
         print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
         return 2
     try:

@@ -21,9 +21,15 @@ the kernel's behaviour rather than against itself.
 Layout:
 
 ``profiles``  hardware profiles (resources, domains, CPU cache topology)
+``boot``      CPU quirks and ``rdt=``: what the kernel enables (pure)
+``kernels``   kernel releases as sets of features (pure)
+``fromtree``  profiles from captured hosts, and rendered as captures
 ``kparse``    the kernel's string parsing and formatting rules
 ``schemata``  schemata validation and new-group defaults (pure)
 ``model``     groups, tasks, CPUs, modes, CLOSID/RMID allocation (pure)
+``rmids``     RMID free list and occupancy-driven limbo (pure)
+``assign``    MBM counter assignment, ``mbm_event`` mode (pure)
+``features``  the model's counter assignment, io_alloc and BMEC files
 ``counters``  the CMT/MBM counter model and test injection (pure)
 ``threads``   thread lookup from ``/proc``
 ``tree``      the file layout and errno mapping over the model

@@ -144,6 +144,7 @@ class ControlServer(object):
         return {'profile': m.profile.name,
                 'kernel': m.kernel.spec,
                 'kernel_features': sorted(m.kernel.features),
+                'cmdline': m.profile.cmdline,
                 'mount_options': list(m.profile.mount_options),
                 'domains': list(m.domains),
                 'groups': [g.path or '/' for g in m.all_groups()],

@@ -113,6 +113,9 @@ class Counters(object):
         #: ``f(group, event, dom) -> bool``: does a hardware counter count
         #: this event (False: ``Unassigned``, see :mod:`assign`).
         self.is_assigned = lambda group, event, dom: True
+        #: ``{cpu: (hyperthread siblings)}`` when MBA throttles a core at
+        #: the lowest value of its threads (``thread_throttle_mode=max``).
+        self.siblings = {}
 
     # Lifecycle ---------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class Counters(object):
         self._cpu_ns = {tid: s.cpu_ns for tid, s in samples.items()}
         if first:
             return
-        charged = {}
+        runs, active = [], {}
         for tid, sample in samples.items():
             # A thread born since the last update is charged from zero.
             delta = sample.cpu_ns - previous.get(tid, 0)
@@ -188,7 +191,14 @@ class Counters(object):
             group, ctrl = owner(tid, sample.cpu)
             if group not in self._states:
                 continue
-            key = (group, ctrl, dom)
+            runs.append((group, ctrl, dom, sample.cpu, delta))
+            active.setdefault(sample.cpu, set()).add(ctrl)
+        charged = {}
+        for group, ctrl, dom, cpu, delta in runs:
+            # CLOSIDs that ran on the core's other hyperthreads meanwhile.
+            others = frozenset(c for sib in self.siblings.get(cpu, ())
+                               for c in active.get(sib, ())) - {ctrl}
+            key = (group, ctrl, dom, others)
             charged[key] = charged.get(key, 0.0) + delta / 1e9
         self._charge(charged, dt)
 
@@ -205,9 +215,12 @@ class Counters(object):
         model = self.profile.counters
         traffic = {}
         caps = {}
-        for (group, ctrl, dom), cpu_s in charged.items():
+        for (group, ctrl, dom, others), cpu_s in charged.items():
             factor, mbps = self._throttle(ctrl, dom)
-            traffic[(group, ctrl, dom)] = (
+            for other in others:
+                # thread_throttle_mode=max: the core runs at the lowest.
+                factor = min(factor, self._throttle(other, dom)[0])
+            traffic[(group, ctrl, dom, others)] = (
                 cpu_s * model.mbm_bytes_per_cpu_second * factor)
             if mbps is not None:
                 caps[(ctrl, dom)] = mbps * MIB * dt
@@ -220,7 +233,7 @@ class Counters(object):
             if total > cap:
                 for k in keys:
                     traffic[k] *= cap / total
-        for (group, _ctrl, dom), nbytes in traffic.items():
+        for (group, _ctrl, dom, _others), nbytes in traffic.items():
             cells = self._states[group].cells
             for event, share in ((TOTAL, 1.0),
                                  (LOCAL, model.local_fraction)):

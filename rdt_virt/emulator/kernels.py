@@ -43,6 +43,10 @@ FEATURES = collections.OrderedDict([
         '6.5', 'x86/resctrl: Implement rename op for mon groups',
         'a monitoring group can be renamed and moved to another control '
         'group (before: kernfs answers EPERM)')),
+    ('bmec', Feature(
+        '6.4', 'x86/resctrl: Add interface to read mbm_total_bytes_config',
+        'info/L3_MON/mbm_total_bytes_config and mbm_local_bytes_config on '
+        'hardware with BMEC (AMD)')),
     ('multi_tasks', Feature(
         '6.7', 'x86/resctrl: Add multiple tasks to the resctrl group at '
         'once', 'one tasks write takes a comma-separated list (before: one '
@@ -55,6 +59,10 @@ FEATURES = collections.OrderedDict([
         'mkdir_rdt_prepare()', 'control-group mkdir takes its CLOSID '
         'before its RMID (before: the RMID first, freed into limbo when '
         'no CLOSID is left)')),
+    ('snc', Feature(
+        '6.11', 'x86/resctrl: Sub-NUMA Cluster (SNC) detection and '
+        'enabling', 'with SNC, monitoring per node: mon_L3_XX sums its '
+        'mon_sub_L3_YY directories; num_rmids per node')),
     ('bw_validate', Feature(
         '6.12', 'x86/resctrl: Avoid overflow in MB settings in '
         'bw_validate()', 'MB values parsed as u32; MBps values are not '
@@ -72,6 +80,10 @@ FEATURES = collections.OrderedDict([
         'Monitoring Counters (ABMC)', 'info/L3_MON/mbm_assign_mode; on '
         'hardware with assignable counters, mbm_event mode by default: '
         'num_mbm_cntrs counters per domain, Unassigned without one')),
+    ('io_alloc', Feature(
+        '6.19', 'fs/resctrl: Introduce interface to modify io_alloc '
+        'capability', 'info/<cache>/io_alloc and io_alloc_cbm; enabling '
+        'it takes the highest CLOSID (AMD SDCIAE)')),
 ])
 
 #: Releases offered by name, oldest first; ``newest`` is the last one.

@@ -31,6 +31,7 @@ import threading
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
@@ -188,7 +189,7 @@ def _tail(path, lines=20):
 
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
-          debug=False, kernel=None):
+          debug=False, kernel=None, cmdline=None, from_tree=None):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
@@ -197,13 +198,21 @@ def mount(mountpoint, profile='reference', control_socket=None,
     :param legacy: behave as Linux 6.1 (``kernel='6.1'``).
     :param kernel: kernel spec, e.g. ``'6.1+bw_validate'`` (see
         :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
-    :param limbo_delay: seconds freed RMIDs stay busy (default 1.0).
+    :param cmdline: kernel command line of the emulated boot (default: the
+        profile's; ``rdt=`` options and CPU quirks decide what is enabled).
+    :param from_tree: emulate the host captured in this directory (see
+        :mod:`fromtree`); *profile* is then ignored.
+    :param limbo_delay: seconds between limbo checks (default 1.0).
     :param log_path: file for the child's output (default: next to the
         default control socket, or discarded).
     :returns: :class:`EmulatorHandle`.
     :raises EmulatorError: with the reason when the mount cannot be made.
     """
-    profile = profiles.get_profile(profile)
+    if from_tree:
+        from_tree = os.path.abspath(from_tree)
+        profile = fromtree.load(from_tree)
+    else:
+        profile = profiles.get_profile(profile)
     if kernel is None and legacy:
         kernel = '6.1'
     kernel = kernels.get_kernel(kernel)
@@ -218,6 +227,10 @@ def mount(mountpoint, profile='reference', control_socket=None,
            '--foreground', '--profile', profile.name,
            '--control', control_socket, '--kernel', kernel.spec,
            mountpoint]
+    cmdline = profile.cmdline if cmdline is None else cmdline
+    cmd[-1:-1] = ['--cmdline', cmdline]
+    if from_tree:
+        cmd[-1:-1] = ['--from-tree', from_tree]
     if limbo_delay is not None:
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:

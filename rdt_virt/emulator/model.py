@@ -25,11 +25,13 @@ Tasks
     Every thread belongs to one control group and at most one of its
     monitoring groups. Writing a tid to a control group's ``tasks`` moves it
     there and out of any monitoring group; a monitoring group only takes
-    threads of its parent. The write takes a comma-separated list, stops at
-    the first failure and keeps what it moved before. ``0`` means the
-    writer. A thread the emulator sees for the first time inherits the group
-    of its thread-group leader, else of its parent process, as a fork would
-    have made it.
+    threads of its parent. The write takes a comma-separated list (one
+    integer before 6.7), stops at the first failure and keeps what it moved
+    before. ``0`` means the writer. A thread the emulator sees for the
+    first time inherits the group of the thread that created it, as
+    clone() does: for a process, the parent's thread that forked it when
+    the thread source can tell, else the parent; for a thread, its
+    thread-group leader.
 CPUs
     Each CPU belongs to one control group (the root by default) and at most
     one of its monitoring groups. ``rmdir`` gives tasks and CPUs back to the
@@ -52,7 +54,9 @@ import threading
 import time
 
 from rdt_virt.emulator import assign as assign_mod
+from rdt_virt.emulator import boot
 from rdt_virt.emulator import counters as counters_mod
+from rdt_virt.emulator import features
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
@@ -61,6 +65,8 @@ from rdt_virt.emulator import schemata
 
 CTRL = 'ctrl'
 MON = 'mon'
+BMEC_ALL = features.BMEC_ALL
+BMEC_LOCAL = features.BMEC_LOCAL
 _STATUS_SIZE = 512
 
 
@@ -120,7 +126,7 @@ class MutationLog(object):
         return [e for e in self.entries if e['seq'] > seq]
 
 
-class ResctrlModel(object):
+class ResctrlModel(features.FeatureFiles):
     """The state of a mounted resctrl filesystem.
 
     :param profile: a :class:`~rdt_virt.emulator.profiles.Profile` or name.
@@ -165,6 +171,8 @@ class ResctrlModel(object):
 
     def _mount(self, profile):
         old = self.profile
+        # What the kernel enabled at boot for this CPU and command line.
+        profile = boot.apply(profile)
         self.profile = profile
         self.domains = tuple(sorted(profile.assign_cpus(self.online_cpus)))
         self.root = Group('', CTRL, config=schemata.default_config(
@@ -174,9 +182,10 @@ class ResctrlModel(object):
         self._members = {}
         self._status = ''
         mon = profile.mon
+        self._setup_snc(profile)
         if self.rmids is None or old is None or old.mon != mon:
             self.rmids = rmids_mod.RmidAllocator(
-                mon.num_rmids if mon else 1, self.domains,
+                mon.num_rmids if mon else 1, self.mon_domains,
                 bool(mon) and counters_mod.OCCUPANCY in mon.events,
                 interval=self._limbo_delay,
                 half_life=profile.counters.occupancy_half_life,
@@ -186,14 +195,24 @@ class ResctrlModel(object):
                 self.max_threshold = (size // mon.num_rmids
                                       // mon.mon_scale * mon.mon_scale)
         self.counters = counters_mod.Counters(
-            profile, self.domains, profile.cpu_domains(self.online_cpus),
-            self._allowed_bytes, self._throttle, self.clock())
+            profile, self.mon_domains, self._cpu_nodes, self._allowed_bytes,
+            self._throttle, self.clock())
         self.counters.is_assigned = self._is_assigned
+        if profile.mb and profile.mb.throttle_mode == 'max':
+            self.counters.siblings = profile.siblings(self.online_cpus)
         self.assign = None
         if mon and mon.num_mbm_cntrs and self.has('mbm_assign'):
             self.assign = assign_mod.Assignments(
                 self.domains, mon.num_mbm_cntrs, mon.events)
         self.assign_enabled = self.assign is not None
+        self.io_alloc = False
+        # BMEC: event configuration per domain (all traffic types).
+        self.bmec = None
+        if mon and mon.bmec and self.has('bmec'):
+            self.bmec = {counters_mod.TOTAL: {d: BMEC_ALL
+                                              for d in self.domains},
+                         counters_mod.LOCAL: {d: BMEC_LOCAL
+                                              for d in self.domains}}
         if mon:
             self.counters.attach(self.root)
             self._assign_new_group(self.root)
@@ -215,6 +234,35 @@ class ResctrlModel(object):
             self.counters.restore(self.root, kept)
         self._snap = None
         self._update_counters()
+
+    # Sub-NUMA Cluster (6.11) ------------------------------------------------
+
+    def _setup_snc(self, profile):
+        """Monitoring domains: the L3 ids, or with SNC the NUMA nodes.
+
+        Node ``i * snc + k`` is the k-th part of the i-th L3's CPUs; a node
+        without an online CPU is offline and absent, as in the kernel.
+        """
+        self.snc = 1
+        if profile.mon and profile.snc_ways > 1 and self.has('snc'):
+            self.snc = profile.snc_ways
+        blocks = profile.assign_cpus(self.online_cpus)
+        self._cpu_nodes, self.node_l3 = {}, {}
+        for i, dom in enumerate(profile.domains):
+            cpus = blocks.get(dom.id, [])
+            for k in range(self.snc):
+                part = cpus[k * len(cpus) // self.snc:
+                            (k + 1) * len(cpus) // self.snc]
+                node = dom.id if self.snc == 1 else i * self.snc + k
+                for cpu in part:
+                    self._cpu_nodes[cpu] = node
+                if part:
+                    self.node_l3[node] = dom.id
+        self.mon_domains = tuple(sorted(self.node_l3))
+
+    def nodes_of(self, dom):
+        """Monitoring domains of L3 domain *dom*."""
+        return [n for n in self.mon_domains if self.node_l3[n] == dom]
 
     # RMIDs -------------------------------------------------------------------
 
@@ -242,86 +290,6 @@ class ResctrlModel(object):
 
     def set_limbo_occupancy(self, rmid, value, dom=None):
         self.rmids.set_occupancy(rmid, value, self.clock(), dom)
-
-    # Counter assignment (mbm_event mode) -------------------------------------
-
-    def _is_assigned(self, group, event, dom):
-        if not self.assign_enabled:
-            return True
-        return self.assign.assigned(group, event, dom)
-
-    def _assign_new_group(self, group):
-        """mkdir's counters: failures are reported, not fatal."""
-        if self.assign_enabled and self.assign.on_mkdir:
-            for text in self.assign.assign_all(group, self._new_counter):
-                self._puts(text)
-
-    def _new_counter(self, group, event, dom):
-        self.counters.zero(group, dom, event)
-
-    def _require_assign(self):
-        if not self.assign_enabled:
-            self._fail(errno.ENOENT, "mbm_event mode is not enabled\n")
-
-    def assignments_text(self, group):
-        """``mbm_L3_assignments`` of *group*."""
-        self._run(self._require_assign)
-        return self.assign.format_group(group)
-
-    def write_assignments(self, group, text):
-        if not text.endswith('\n'):
-            raise kparse.KernelError(errno.EINVAL)
-        self._run(self._write_assignments, group, text[:-1])
-
-    def _write_assignments(self, group, text):
-        if not self.assign_enabled:
-            self._fail(errno.EINVAL, "mbm_event mode is not enabled\n")
-        self._update_counters()
-        self.assign.write_group(group, text, self._new_counter)
-
-    def assign_mode_text(self):
-        if self.assign is None:
-            return '[default]\n'
-        if self.assign_enabled:
-            return '[mbm_event]\ndefault\n'
-        return '[default]\nmbm_event\n'
-
-    def write_assign_mode(self, text):
-        if not text.endswith('\n'):
-            raise kparse.KernelError(errno.EINVAL)
-        self._run(self._write_assign_mode, text[:-1])
-
-    def _write_assign_mode(self, mode):
-        if mode == 'default':
-            enable = False
-        elif mode == 'mbm_event':
-            if self.assign is None:
-                self._fail(errno.EINVAL, "mbm_event mode is not supported\n")
-            enable = True
-        else:
-            self._fail(errno.EINVAL, "Unsupported assign mode\n")
-        if enable == self.assign_enabled:
-            return
-        self._update_counters()
-        # A switch frees every counter and resets the counts.
-        for group in self.all_groups():
-            self.assign.release(group)
-            self.counters.reset(group)
-        self.assign_enabled = enable
-
-    def assign_counts_text(self, available):
-        count = self.assign.available if available else (
-            lambda dom: self.assign.num)
-        return self.assign.format_counts(count)
-
-    def write_assign_on_mkdir(self, text):
-        value = kparse.strim(text).lower()
-        if value in ('1', 'y', 'yes', 'on', 'true'):
-            self.assign.on_mkdir = True
-        elif value in ('0', 'n', 'no', 'off', 'false'):
-            self.assign.on_mkdir = False
-        else:
-            raise kparse.KernelError(errno.EINVAL)
 
     # Kernel release ----------------------------------------------------------
 
@@ -405,15 +373,24 @@ class ResctrlModel(object):
             self._snap = (now, self.threads.snapshot())
         return self._snap[1]
 
-    def _inherit(self, tid, tgid, ppid_of):
-        """A new thread joins its creator's group, as clone() does.
+    def _creator(self, tid, tgid, ppid_of):
+        """The thread that called clone() for *tid*, as far as known.
 
-        The creator is taken to be the thread group leader, or for a new
-        process its parent; ``ppid_of(tid)`` is only asked in that case.
+        The thread source may know it (``creator``: a process's parent
+        thread from ``/proc/PPID/task/*/children``); otherwise a thread's
+        leader or a process's parent stands in.
         """
-        parent = tgid if tgid != tid else None
-        if parent not in self._members:
-            parent = ppid_of(tid)
+        known = getattr(self.threads, 'creator', None)
+        creator = known(tid) if known else None
+        if creator is not None:
+            return creator
+        if tgid != tid:
+            return tgid
+        return ppid_of(tid)
+
+    def _inherit(self, tid, tgid, ppid_of):
+        """A new thread joins its creator's group, as clone() does."""
+        parent = self._creator(tid, tgid, ppid_of)
         if parent is not None and parent != tid and parent in self._members:
             self._members[tid] = self._members[parent]
 
@@ -485,10 +462,13 @@ class ResctrlModel(object):
 
     # Counters hooks ----------------------------------------------------------
 
-    def _allowed_bytes(self, group, dom):
-        return schemata.allowed_l3_bytes(self.profile, dom, group.ctrl.config)
+    def _allowed_bytes(self, group, node):
+        # SNC splits the L3 between its nodes.
+        return schemata.allowed_l3_bytes(
+            self.profile, self.node_l3[node], group.ctrl.config) // self.snc
 
-    def _throttle(self, group, dom):
+    def _throttle(self, group, node):
+        dom = self.node_l3[node]
         mb = self.profile.mb
         if not mb:
             return 1.0, None
@@ -502,10 +482,25 @@ class ResctrlModel(object):
             return 1.0, val * mb.unit_bytes_per_second / counters_mod.MIB
         return min(1.0, val / float(mb.max_bandwidth)), None
 
-    def read_counter(self, group, dom, event):
-        """Text-ready value of a ``mon_data`` file: int or sentinel."""
+    def read_counter(self, group, dom, event, node=None):
+        """Text-ready value of a ``mon_data`` file: int or sentinel.
+
+        With SNC, ``mon_L3_XX`` sums the nodes of L3 *dom* and
+        ``mon_sub_L3_YY`` (*node*) shows one node.
+        """
         self._update_counters()
-        return self.counters.read(group, dom, event)
+        if node is not None:
+            return self.counters.read(group, node, event)
+        if self.snc == 1:
+            return self.counters.read(group, dom, event)
+        total, error = None, None
+        for n in self.nodes_of(dom):
+            val = self.counters.read(group, n, event)
+            if isinstance(val, str):
+                error = val
+            else:
+                total = (total or 0) + val
+        return total if total is not None else error
 
     # Group files -------------------------------------------------------------
 
@@ -697,6 +692,8 @@ class ResctrlModel(object):
 
     def _alloc_closid(self):
         used = {g.closid for g in self.groups.values()}
+        if self.io_alloc:
+            used.add(self._io_alloc_closid())
         for closid in range(1, self.usable_closids):
             if closid not in used:
                 return closid
@@ -812,7 +809,7 @@ class ResctrlModel(object):
             return out
         for group in self.all_groups():
             out[group.path or '/'] = {
-                'shown': {d: {e: self.counters.read(group, d, e)
+                'shown': {d: {e: self.read_counter(group, d, e)
                               for e in self.profile.mon.events}
                           for d in self.domains},
                 'own': self.counters.describe(group),

@@ -68,6 +68,8 @@ class CacheAlloc:
     shareable_bits: int
     sparse_masks: bool
     cdp_capable: bool
+    #: Cache allocation for I/O traffic (AMD SDCIAE): ``io_alloc``.
+    io_alloc_capable: bool = False
 
     @property
     def cbm_mask(self):
@@ -107,6 +109,9 @@ class Monitoring:
     counter_width: int = 24
     #: Assignable MBM counters per domain (AMD ABMC); None without.
     num_mbm_cntrs: typing.Optional[int] = None
+    #: Bandwidth event configuration (AMD BMEC): which traffic the MBM
+    #: events count, ``info/L3_MON/mbm_*_bytes_config``.
+    bmec: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,8 +165,22 @@ class Schema:
 
 
 @dataclasses.dataclass(frozen=True)
+class CpuId:
+    """The CPU identity the kernel's quirks look at (/proc/cpuinfo)."""
+
+    vendor: str
+    family: int
+    model: int
+    stepping: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Profile:
-    """An emulated RDT host: hardware plus resctrl mount options."""
+    """An emulated RDT host: hardware plus resctrl mount options.
+
+    The resources are what CPUID reports; :func:`boot.apply` removes what
+    the kernel turns off for ``cpu`` and ``cmdline`` (``rdt=``).
+    """
 
     name: str
     description: str
@@ -175,6 +194,24 @@ class Profile:
     mba_mbps: bool = False
     geometry: CacheGeometry = CacheGeometry()
     counters: CounterModel = CounterModel()
+    cpu: typing.Optional[CpuId] = None
+    #: Kernel command line the host was booted with (``rdt=`` matters).
+    cmdline: str = ''
+    #: Sub-NUMA Cluster nodes per L3 (1: no SNC).
+    snc_ways: int = 1
+    #: Hyperthreads per core; consecutive CPUs of a domain are siblings.
+    threads_per_core: int = 1
+
+    def siblings(self, online_cpus):
+        """``{cpu: (other threads of its core)}`` of the emulated host."""
+        out = {}
+        n = self.threads_per_core
+        for cpus in self.assign_cpus(online_cpus).values():
+            for i in range(0, len(cpus), n):
+                core = cpus[i:i + n]
+                for cpu in core:
+                    out[cpu] = tuple(c for c in core if c != cpu)
+        return out
 
     @property
     def alloc_capable(self):
@@ -365,7 +402,22 @@ REFERENCE = Profile(
                       delay_linear=True, throttle_mode='max', data_width=3),
     mon=Monitoring(num_rmids=192, events=ALL_EVENTS, mon_scale=65536),
     geometry=CacheGeometry(l3_ways=11),
+    # Cascade Lake stepping 7: the kernel turns L3 CAT off unless booted
+    # with rdt=l3cat, as the reference host is.
+    cpu=CpuId('GenuineIntel', 6, 0x55, 7),
+    cmdline='rdt=l3cat',
+    threads_per_core=2,
 )
+
+REFERENCE_STOCK = dataclasses.replace(
+    REFERENCE, name='reference-stock', cmdline='',
+    description='reference host booted without rdt=l3cat: the kernel '
+                'turns L3 CAT off on this stepping (MBA and CMT+MBM only)')
+
+SNC2 = dataclasses.replace(
+    REFERENCE, name='snc2', snc_ways=2,
+    description='the reference caches with Sub-NUMA Clustering, two nodes '
+                'per L3: monitoring per node (mon_sub_L3_*)')
 
 CDP = dataclasses.replace(
     REFERENCE, name='cdp', cdp=True,
@@ -401,8 +453,9 @@ AMD = Profile(
     mb=_amd_bw('MB', 11),
     smba=_amd_bw('SMBA', 11),
     mon=Monitoring(num_rmids=256, events=ALL_EVENTS, mon_scale=64,
-                   counter_width=44),
+                   counter_width=44, bmec=True),
     geometry=CacheGeometry(l2_ways=8, l3_ways=16),
+    cpu=CpuId('AuthenticAMD', 0x19, 0x11, 1),
 )
 
 # The kernel takes the unlimited value from CPUID (1 << EAX of leaf
@@ -415,8 +468,9 @@ AMD_MB4096 = dataclasses.replace(
 AMD_ZEN5 = dataclasses.replace(
     AMD, name='amd-zen5',
     mon=dataclasses.replace(AMD.mon, num_mbm_cntrs=32),
+    l3=dataclasses.replace(AMD.l3, io_alloc_capable=True),
     description='AMD EPYC Zen 5: the amd profile plus assignable MBM '
-                'counters (ABMC, 32 per domain)')
+                'counters (ABMC, 32 per domain) and L3 io_alloc')
 
 L3_CAT = dataclasses.replace(
     REFERENCE, name='l3-cat', mb=None, mon=None,
@@ -426,8 +480,9 @@ MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
-PROFILES = {p.name: p for p in (REFERENCE, CDP, MBA_MBPS, AMD, AMD_MB4096,
-                                AMD_ZEN5, L3_CAT, MONITORING)}
+PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, SNC2, CDP,
+                                MBA_MBPS, AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
+                                MONITORING)}
 
 
 class UnknownProfile(KeyError):
@@ -436,11 +491,19 @@ class UnknownProfile(KeyError):
             self.args[0], ', '.join(sorted(PROFILES)))
 
 
-def get_profile(name):
-    """Return the profile called *name*, or raise :class:`UnknownProfile`."""
+def get_profile(name, cmdline=None):
+    """Return the profile called *name*, or raise :class:`UnknownProfile`.
+
+    :param cmdline: boot the host with this kernel command line instead of
+        the profile's own.
+    """
     if isinstance(name, Profile):
-        return name
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise UnknownProfile(name) from None
+        profile = name
+    else:
+        try:
+            profile = PROFILES[name]
+        except KeyError:
+            raise UnknownProfile(name) from None
+    if cmdline is not None:
+        profile = dataclasses.replace(profile, cmdline=cmdline)
+    return profile

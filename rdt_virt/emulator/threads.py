@@ -23,6 +23,8 @@ tests can hand it fake threads. A source has three methods:
 ``lookup(tid)``
     one :class:`ThreadSample` with ``uid``/``suid``, or None when no such
     thread exists (it exited, or never did).
+``creator(tid)`` (optional)
+    the thread that created *tid* when known, else None.
 
 :class:`ProcThreads` reads them from ``/proc``: a thread's CPU time is
 ``utime + stime`` of ``/proc/<pid>/task/<tid>/stat`` and its CPU the
@@ -93,6 +95,29 @@ class ProcThreads(object):
 
     def tids(self):
         return {int(tid): int(pid) for pid, tid in self._listing()}
+
+    def creator(self, tid):
+        """For a process, the thread of its parent that forked it.
+
+        ``/proc/PPID/task/TID/children`` lists the processes each thread
+        created. A new thread's creator is not visible in ``/proc``.
+        """
+        stat = self._read(os.path.join(self.proc, str(tid), 'stat'))
+        if not stat:
+            return None
+        try:
+            ppid = parse_stat(stat)[0]
+            tasks = os.listdir(os.path.join(self.proc, str(ppid), 'task'))
+        except (ValueError, IndexError, OSError):
+            return None
+        if len(tasks) < 2:
+            return None       # a single-threaded parent: nothing to learn
+        for task in tasks:
+            children = self._read(os.path.join(
+                self.proc, str(ppid), 'task', task, 'children')) or ''
+            if str(tid) in children.split():
+                return int(task)
+        return None
 
     def lookup(self, tid):
         # /proc/<tid> resolves any thread id, listed or not.

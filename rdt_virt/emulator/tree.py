@@ -57,11 +57,12 @@ INFO_RES = 'info-res'      # /info/<name>
 MONGROUPS = 'mon_groups'   # <ctrl>/mon_groups
 MONDATA = 'mon_data'       # <group>/mon_data
 MONDOM = 'mon-dom'         # <group>/mon_data/mon_L3_XX
+MONSUB = 'mon-sub'         # .../mon_L3_XX/mon_sub_L3_YY (SNC)
 FILE = 'file'              # a group file
 INFO_FILE = 'info-file'    # a file under /info
 MON_FILE = 'mon-file'      # a counter file
 
-_DIRS = (GROUP, INFO, INFO_RES, MONGROUPS, MONDATA, MONDOM)
+_DIRS = (GROUP, INFO, INFO_RES, MONGROUPS, MONDATA, MONDOM, MONSUB)
 
 Node = collections.namedtuple('Node', 'kind group name extra')
 
@@ -73,8 +74,10 @@ _CACHE_INFO = ('bit_usage', 'cbm_mask', 'min_cbm_bits', 'num_closids',
 _BW_INFO = ('bandwidth_gran', 'delay_linear', 'min_bandwidth',
             'num_closids')
 _MON_INFO = ('max_threshold_occupancy', 'mon_features', 'num_rmids')
-_INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode',
-                  'mbm_assign_on_mkdir')
+_INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode', 'io_alloc',
+                  'mbm_assign_on_mkdir', 'mbm_total_bytes_config',
+                  'mbm_local_bytes_config')
+_BMEC_EVENTS = ('mbm_total_bytes', 'mbm_local_bytes')
 
 
 def _err(code):
@@ -108,12 +111,18 @@ class ResctrlTree(object):
             if self.model.assign is not None:
                 files += ('available_mbm_cntrs', 'mbm_assign_on_mkdir',
                           'num_mbm_cntrs')
+            if self.model.bmec_visible():
+                files += tuple(e + '_config' for e in _BMEC_EVENTS
+                               if e in prof.mon.events)
             return files
         schema = prof.schema(name)
         if schema.is_cache:
+            files = _CACHE_INFO
             if not self.model.has('sparse_masks'):
-                return tuple(f for f in _CACHE_INFO if f != 'sparse_masks')
-            return _CACHE_INFO
+                files = tuple(f for f in files if f != 'sparse_masks')
+            if self.model.has('io_alloc'):
+                files += ('io_alloc', 'io_alloc_cbm')
+            return files
         modes = [r.throttle_mode for r in (prof.mb, prof.smba) if r]
         if any(modes):
             return _BW_INFO + ('thread_throttle_mode',)
@@ -146,6 +155,12 @@ class ResctrlTree(object):
         if node.kind == MONDATA:
             return ['mon_L3_%02d' % d for d in m.domains]
         if node.kind == MONDOM:
+            names = list(prof.mon.events)
+            if m.snc > 1:
+                names += ['mon_sub_L3_%02d' % n for n in m.nodes_of(
+                    node.extra)]
+            return names
+        if node.kind == MONSUB:
             return list(prof.mon.events)
         raise _err(errno.ENOTDIR)
 
@@ -178,6 +193,9 @@ class ResctrlTree(object):
             return Node(GROUP, node.group.mons[name], name, None)
         if node.kind == MONDATA:
             return Node(MONDOM, node.group, name, int(name[-2:]))
+        if node.kind == MONDOM and name.startswith('mon_sub_L3_'):
+            return Node(MONSUB, node.group, name, (node.extra,
+                                                   int(name[-2:])))
         return Node(MON_FILE, node.group, name, node.extra)
 
     def resolve(self, path):
@@ -206,7 +224,7 @@ class ResctrlTree(object):
             mode = 0o644 if node.name in _INFO_WRITABLE else 0o444
             return 0, 0, mode, None
         base = group.ctrl if node.kind == MONGROUPS else group
-        if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM):
+        if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM, MONSUB):
             return base.uid, base.gid, base.dirmode, base.ctime
         if node.kind == MON_FILE or node.name in _READ_ONLY:
             return group.uid, group.gid, 0o444, group.ctime
@@ -266,8 +284,12 @@ class ResctrlTree(object):
             if node.kind == FILE:
                 return self._group_file(node.group, node.name)
             if node.kind == MON_FILE:
-                val = self.model.read_counter(node.group, node.extra,
-                                              node.name)
+                if isinstance(node.extra, tuple):
+                    val = self.model.read_counter(node.group, node.extra[0],
+                                                  node.name, node.extra[1])
+                else:
+                    val = self.model.read_counter(node.group, node.extra,
+                                                  node.name)
                 return '%s\n' % val
             if node.extra is None:
                 return self.model.last_cmd_status
@@ -292,7 +314,8 @@ class ResctrlTree(object):
         prof = m.profile
         if dirname == 'L3_MON':
             if name == 'num_rmids':
-                return '%d\n' % prof.mon.num_rmids
+                # With SNC the RMIDs are shared out between the nodes.
+                return '%d\n' % (prof.mon.num_rmids // m.snc)
             if name == 'mon_features':
                 return ''.join(e + '\n' for e in prof.mon.events)
             if name == 'mbm_assign_mode':
@@ -301,6 +324,8 @@ class ResctrlTree(object):
                 return m.assign_counts_text(name == 'available_mbm_cntrs')
             if name == 'mbm_assign_on_mkdir':
                 return '%d\n' % m.assign.on_mkdir
+            if name.endswith('_config'):
+                return m.bmec_text(name[:-len('_config')])
             return '%d\n' % m.max_threshold
         schema = prof.schema(dirname)
         res = schema.resource
@@ -312,6 +337,10 @@ class ResctrlTree(object):
                           sparse_masks='%d' % res.sparse_masks)
             if name == 'bit_usage':
                 return m.bit_usage_text(schema)
+            if name == 'io_alloc':
+                return m.io_alloc_text(schema)
+            if name == 'io_alloc_cbm':
+                return m.io_alloc_cbm_text(schema)
         else:
             values.update(min_bandwidth='%d' % res.min_bandwidth,
                           bandwidth_gran='%d' % res.bandwidth_gran,
@@ -368,6 +397,10 @@ class ResctrlTree(object):
             return m.write_assign_mode(text)
         if node.kind == INFO_FILE and node.name == 'mbm_assign_on_mkdir':
             return m.write_assign_on_mkdir(text)
+        if node.kind == INFO_FILE and node.name == 'io_alloc':
+            return m.write_io_alloc(m.profile.schema(node.extra), text)
+        if node.kind == INFO_FILE and node.name.endswith('_bytes_config'):
+            return m.write_bmec(node.name[:-len('_config')], text)
         raise _err(errno.EINVAL)
 
     def mkdir(self, path, mode=0o755, ctx=ROOT_CONTEXT):

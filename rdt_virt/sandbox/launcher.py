@@ -19,6 +19,7 @@ import sys
 import time
 
 from rdt_virt.emulator import control
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
 from rdt_virt.emulator import launcher as emulator
 from rdt_virt.emulator import profiles
@@ -57,13 +58,21 @@ class Sandbox(object):
         capability cache (optional).
     :param kernel: emulated kernel spec (see
         :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
+    :param cmdline: emulated kernel command line (default: the profile's).
+    :param from_tree: emulate the host captured in this directory instead
+        of a built-in profile (see :mod:`~rdt_virt.emulator.fromtree`).
     """
 
     def __init__(self, directory, profile='reference', cache_dir=None,
-                 kernel=None):
+                 kernel=None, cmdline=None, from_tree=None):
         self.paths = layout.Paths(directory, cache_dir)
-        self.profile = profiles.get_profile(profile).name
+        self.from_tree = from_tree and os.path.abspath(from_tree)
+        if self.from_tree:
+            self.profile = fromtree.load(self.from_tree).name
+        else:
+            self.profile = profiles.get_profile(profile).name
         self.kernel = kernels.get_kernel(kernel).spec
+        self.cmdline = cmdline
         self.info = layout.read_ready(self.paths)
 
     # Where things are ------------------------------------------------------
@@ -133,6 +142,8 @@ class Sandbox(object):
         try:
             handle = emulator.mount(self.paths.resctrl, self.profile,
                                     kernel=self.kernel,
+                                    cmdline=self.cmdline,
+                                    from_tree=self.from_tree,
                                     control_socket=self.paths.control,
                                     log_path=self.paths.log('emulator.log'))
         except emulator.EmulatorError as e:
@@ -143,6 +154,8 @@ class Sandbox(object):
                sys.executable, '-m', 'rdt_virt.sandbox.namespace',
                '--dir', self.paths.base, '--profile', self.profile,
                '--resctrl', self.paths.resctrl]
+        if self.from_tree:
+            cmd += ['--from-tree', self.from_tree]
         if self.paths.cache_dir:
             os.makedirs(self.paths.cache_dir, exist_ok=True)
             cmd += ['--cache-dir', self.paths.cache_dir]

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 
+from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import launcher as emulator
 from rdt_virt.emulator import profiles
 from rdt_virt.sandbox import layout
@@ -194,12 +195,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='rdt-virt-sandbox-namespace')
     parser.add_argument('--dir', required=True)
     parser.add_argument('--profile', default='reference')
+    parser.add_argument('--from-tree', help='a captured host to emulate')
     parser.add_argument('--cache-dir')
     parser.add_argument('--resctrl', required=True,
                         help='the emulated resctrl, mounted outside')
     args = parser.parse_args(argv)
     paths = layout.Paths(args.dir, args.cache_dir)
-    profile = profiles.get_profile(args.profile)
+    if args.from_tree:
+        profile = fromtree.load(args.from_tree)
+    else:
+        profile = profiles.get_profile(args.profile)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))

@@ -24,11 +24,18 @@ class FakeThreads(object):
 
     def __init__(self):
         self.threads = {}
+        self.creators = {}
 
-    def add(self, tid, tgid=None, ppid=1, cpu=0, uid=0, cpu_ns=0):
+    def add(self, tid, tgid=None, ppid=1, cpu=0, uid=0, cpu_ns=0,
+            creator=None):
         self.threads[tid] = threads.ThreadSample(
             tid, tgid or tid, ppid, cpu_ns, cpu, uid, uid)
+        if creator is not None:
+            self.creators[tid] = creator
         return tid
+
+    def creator(self, tid):
+        return self.creators.get(tid)
 
     def run(self, tid, seconds, cpu=None):
         """Give *tid* CPU time (on *cpu*, else where it last ran)."""

@@ -158,3 +158,78 @@ class AssignTest(fakes.ModelTestCase):
         self.assertEqual('0=32;1=32\n',
                          self.read('/info/L3_MON/available_mbm_cntrs'))
         self.assertEqual('Unassigned', self.counter('', 0))
+
+
+class BmecTest(fakes.ModelTestCase):
+
+    profile = 'amd'
+
+    def test_event_configuration(self):
+        self.assertEqual('0=0x7f;1=0x7f\n',
+                         self.read('/info/L3_MON/mbm_total_bytes_config'))
+        self.assertEqual('0=0x15;1=0x15\n',
+                         self.read('/info/L3_MON/mbm_local_bytes_config'))
+        self.tree.mkdir('/g1')
+        self.write('/g1/tasks', '100')
+        self.threads.run(100, 1.0, cpu=0)
+        self.clock.advance(1.0)
+        path = '/g1/mon_data/mon_L3_00/mbm_total_bytes'
+        self.assertEqual('%d\n' % (2 * GIB), self.read(path))
+        # A new configuration resets the domain's counters.
+        self.write('/info/L3_MON/mbm_total_bytes_config', '0=0x33\n')
+        self.assertEqual('0=0x33;1=0x7f\n',
+                         self.read('/info/L3_MON/mbm_total_bytes_config'))
+        self.assertEqual('0\n', self.read(path))
+        self.assertWriteFails(
+            errno.EINVAL, 'Invalid event configuration: max valid mask is '
+            '0x7f\n', '/info/L3_MON/mbm_total_bytes_config', '1=0x80\n')
+        self.assertWriteFails(
+            errno.EINVAL, "Missing '=' or non-numeric domain id\n",
+            '/info/L3_MON/mbm_local_bytes_config', 'x=0x1\n')
+        self.assertEqual(0o100644, self.tree.getattr(
+            '/info/L3_MON/mbm_local_bytes_config')['st_mode'])
+
+    def test_hidden_in_mbm_event_mode(self):
+        model = self.make_model('amd-zen5')
+        files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
+        self.assertNotIn('mbm_total_bytes_config', files)
+        model.assign_enabled = False
+        files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
+        self.assertIn('mbm_total_bytes_config', files)
+        model = self.make_model('amd', kernel='6.1-bmec')
+        files = fakes.tree.ResctrlTree(model).readdir('/info/L3_MON')
+        self.assertNotIn('mbm_total_bytes_config', files)
+
+
+class IoAllocTest(fakes.ModelTestCase):
+
+    profile = 'amd-zen5'
+
+    def test_io_alloc_takes_the_highest_closid(self):
+        self.assertEqual('disabled\n', self.read('/info/L3/io_alloc'))
+        self.assertEqual('io_alloc is not enabled on L3\n', self.assertFails(
+            errno.EINVAL, self.read, '/info/L3/io_alloc_cbm'))
+        for i in range(15):
+            self.tree.mkdir('/g%d' % i)
+        # g14 holds CLOSID 15, the one io_alloc needs.
+        self.assertWriteFails(
+            errno.ENOSPC, 'CLOSID (ctrl_hw_id) 15 for io_alloc is used by '
+            'g14 group\n', '/info/L3/io_alloc', '1\n')
+        self.tree.rmdir('/g14')
+        self.write('/info/L3/io_alloc', '1\n')
+        self.assertEqual('enabled\n', self.read('/info/L3/io_alloc'))
+        self.assertEqual('0=ffff;1=ffff\n', self.read('/info/L3/io_alloc_cbm'))
+        self.assertEqual('Out of CLOSIDs\n', self.assertFails(
+            errno.ENOSPC, self.tree.mkdir, '/g14'))
+        self.write('/info/L3/io_alloc', '0\n')
+        self.tree.mkdir('/g14')
+
+    def test_not_supported_and_older_kernels(self):
+        tree = fakes.tree.ResctrlTree(self.make_model('amd'))
+        self.assertEqual('not supported\n', tree.read('/info/L3/io_alloc'))
+        e = self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/info/L3/io_alloc', b'1\n')
+        self.assertEqual(errno.ENODEV, e.errno)
+        tree = fakes.tree.ResctrlTree(self.make_model('amd-zen5',
+                                                      kernel='6.18'))
+        self.assertNotIn('io_alloc', tree.readdir('/info/L3'))

@@ -42,9 +42,10 @@ class CliTest(fakes.ModelTestCase):
         self.assertEqual(0, self.run_cli('profiles'))
         lines = self.stdout.getvalue().splitlines()
         self.assertEqual(['amd', 'amd-mb4096', 'amd-zen5', 'cdp', 'l3-cat',
-                          'mba-mbps', 'monitoring', 'reference'],
+                          'mba-mbps', 'monitoring', 'reference',
+                          'reference-stock', 'snc2'],
                          [line.split()[0] for line in lines])
-        self.assertIn('Xeon Gold 6252', lines[-1])
+        self.assertIn('Xeon Gold 6252', lines[-3])
 
     def test_topology(self):
         self.assertEqual(0, self.run_cli('topology', '--profile', 'amd',

@@ -262,3 +262,43 @@ class InjectionTest(CounterTestCase):
         self.assertNotIn('g1', self.tree.readdir('/'))
         self.model.remount('amd')   # other hardware: counters start over
         self.assertEqual(0, self.counter('', 0))
+
+
+class HyperthreadTest(CounterTestCase):
+    """thread_throttle_mode=max: a core runs at its threads' lowest MB."""
+
+    cpus = (0, 1, 2, 3)    # domain 0: core {0, 1}; domain 1: core {2, 3}
+
+    def test_core_runs_at_the_lowest_mb_of_its_threads(self):
+        self.tree.mkdir('/g2')
+        self.write('/g1/schemata', 'MB:0=10\n')
+        self.write('/g1/tasks', '100')
+        self.write('/g2/tasks', '101')
+        # Alone on the core, g2 (MB 100) runs at full speed.
+        self.threads.run(101, 1.0, cpu=1)
+        self.clock.advance(1.0)
+        self.assertEqual(2 * GIB, self.counter('g2', 0))
+        # With g1 (MB 10) on the sibling, both run at 10%.
+        self.threads.run(100, 1.0, cpu=0)
+        self.threads.run(101, 1.0, cpu=1)
+        self.clock.advance(1.0)
+        self.assertEqual(units(2 * GIB * 0.1), self.counter('g1', 0))
+        self.assertEqual(2 * GIB + units(2 * GIB * 0.1),
+                         self.counter('g2', 0))
+        # Another core is not affected.
+        self.threads.run(100, 1.0, cpu=0)
+        self.threads.run(101, 1.0, cpu=2)
+        self.clock.advance(1.0)
+        self.assertEqual(2 * GIB, self.counter('g2', 1))
+
+    def test_per_thread_and_amd_are_independent(self):
+        import dataclasses
+
+        from rdt_virt.emulator import profiles
+        per_thread = dataclasses.replace(
+            profiles.REFERENCE, name='icx', mb=dataclasses.replace(
+                profiles.REFERENCE.mb, throttle_mode='per-thread'))
+        self.assertEqual({}, self.make_model(per_thread).counters.siblings)
+        self.assertEqual({}, self.make_model('amd').counters.siblings)
+        self.assertEqual({0: (1,), 1: (0,), 2: (3,), 3: (2,)},
+                         self.model.counters.siblings)

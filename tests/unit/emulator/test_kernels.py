@@ -26,7 +26,8 @@ class SpecTest(base.TestCase):
     def test_releases(self):
         self.assertEqual(frozenset(), kernels.get_kernel('5.14').features)
         self.assertEqual(frozenset(), kernels.get_kernel('6.1').features)
-        self.assertEqual({'mon_rename', 'multi_tasks', 'sparse_masks'},
+        self.assertEqual({'bmec', 'mon_rename', 'multi_tasks',
+                          'sparse_masks'},
                          kernels.get_kernel('6.8').features)
         newest = kernels.get_kernel()
         self.assertEqual('7.0', newest.spec)

@@ -144,6 +144,21 @@ class TasksTest(fakes.ModelTestCase):
             '/mon_groups/r1/tasks', '500')
         self.assertEqual([100, 500], self.tasks('/g2'))
 
+    def test_creator_thread_decides(self):
+        # Thread 101 of process 100 sits in g2, the leader in g1.
+        self.threads.add(101, tgid=100)
+        self.write('/g1/tasks', '100')
+        self.write('/g2/tasks', '101')
+        self.threads.add(600, tgid=100, creator=101)   # made by 101
+        self.threads.add(700, ppid=100, creator=101)   # forked by 101
+        self.threads.add(800, ppid=100, creator=100)   # forked by 100
+        self.assertEqual([101, 600, 700], self.tasks('/g2'))
+        self.assertEqual([100, 800], self.tasks('/g1'))
+        # A creator in the default group: so is the new thread.
+        self.write('/tasks', '101')
+        self.threads.add(900, tgid=100, creator=101)
+        self.assertIn(900, self.tasks(''))
+
 
 class CpusTest(fakes.ModelTestCase):
 

@@ -1,0 +1,317 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Profiles as captured trees: load a real host's, render a built-in one.
+
+A capture (``rdt-virt capabilities --capture DIR``, see
+:mod:`rdt_virt.resctrl.capture`) holds ``host.json``, a copy of
+``/sys/fs/resctrl`` (``info/``, the default group's files, ``mon_data``)
+and the sysfs CPU caches. :func:`load` builds the :class:`Profile` that
+emulates that host; :func:`render` writes the same kind of directory for
+any profile, from the emulator's own files, so the built-in profiles are
+data of the same kind and ``load(render(p))`` gives ``p`` back.
+
+What resctrl does not show comes from the vendor: the counter unit
+(``mon_scale``: 64 KiB on Intel, 64 B on AMD), the MBM counter width (24
+and 44 bits) and the counter model's rates. L2 CAT (``info/L2``) is not
+emulated and is left out with a warning in :attr:`Profile.description`.
+"""
+
+import json
+import os
+
+from rdt_virt.emulator import kparse
+from rdt_virt.emulator import profiles
+
+_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd',
+            'HygonGenuine': 'amd'}
+_SCALE = {'intel': 65536, 'amd': 64}
+_WIDTH = {'intel': 24, 'amd': 44}
+
+
+class TreeError(ValueError):
+    """The directory is not a usable capture."""
+
+
+class _Tree(object):
+    def __init__(self, base):
+        self.base = base
+
+    def read(self, *parts):
+        try:
+            with open(os.path.join(self.base, *parts)) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def int(self, *parts, base=10, default=None):
+        text = self.read(*parts)
+        if text is None or not text.strip():
+            return default
+        return int(text.strip(), base)
+
+    def listdir(self, *parts):
+        try:
+            return sorted(os.listdir(os.path.join(self.base, *parts)))
+        except OSError:
+            return []
+
+
+def _schemata(text):
+    """``{name: {dom: value text}}`` of a schemata file."""
+    out = {}
+    for line in (text or '').splitlines():
+        name, _, rest = line.strip().partition(':')
+        vals = {}
+        for item in rest.split(';'):
+            dom, eq, val = item.partition('=')
+            if eq:
+                vals[int(dom)] = val.strip()
+        out[name] = vals
+    return out
+
+
+def _size(text):
+    text = text.strip()
+    mult = {'K': 1024, 'M': 1024 * 1024}.get(text[-1:], 1)
+    return int(text.rstrip('KM')) * mult
+
+
+def _caches(tree):
+    """``{(level, type): (size, ways, line)}`` and ``{l3 id: size}``."""
+    kinds, l3 = {}, {}
+    for cpu in tree.listdir('cpu'):
+        for index in tree.listdir('cpu', cpu, 'cache'):
+            def value(name):
+                return (tree.read('cpu', cpu, 'cache', index, name) or
+                        '').strip()
+            if not value('level') or not value('size'):
+                continue
+            level, ctype = int(value('level')), value('type')
+            size = _size(value('size'))
+            kinds.setdefault((level, ctype), (
+                size, int(value('ways_of_associativity') or 0),
+                int(value('coherency_line_size') or 64)))
+            if level == 3 and value('id'):
+                l3[int(value('id'))] = size
+    return kinds, l3
+
+
+def _cache_alloc(tree, name, flags, vendor, closid_factor=1):
+    info = ('resctrl', 'info', name)
+    mask = tree.int(*info, 'cbm_mask', base=16)
+    sparse = tree.int(*info, 'sparse_masks')
+    return profiles.CacheAlloc(
+        name='L3', num_closids=tree.int(*info, 'num_closids') * closid_factor,
+        cbm_len=mask.bit_length(),
+        min_cbm_bits=tree.int(*info, 'min_cbm_bits', default=1),
+        shareable_bits=tree.int(*info, 'shareable_bits', base=16, default=0),
+        sparse_masks=bool(sparse if sparse is not None else
+                          vendor == 'amd'),
+        cdp_capable=closid_factor == 2 or 'cdp_l3' in flags,
+        io_alloc_capable=(tree.read(*info, 'io_alloc') or 'not supported'
+                          ).strip() != 'not supported' or 'sdciae' in flags)
+
+
+def _bw_alloc(tree, name, vendor, root, mba_mbps):
+    info = ('resctrl', 'info', name)
+    mode = (tree.read(*info, 'thread_throttle_mode') or '').strip()
+    values = [int(v) for v in root.get(name, {}).values() if v.isdigit()]
+    if vendor == 'amd':
+        maximum = max(values) if values else 2048
+    else:
+        maximum = 100
+    return profiles.BandwidthAlloc(
+        name=name, num_closids=tree.int(*info, 'num_closids'),
+        min_bandwidth=tree.int(*info, 'min_bandwidth', default=0),
+        max_bandwidth=maximum,
+        bandwidth_gran=tree.int(*info, 'bandwidth_gran', default=1),
+        delay_linear=bool(tree.int(*info, 'delay_linear', default=0)),
+        throttle_mode=None if mode in ('', 'undefined') else mode,
+        data_width=4 if vendor == 'amd' else 3,
+        unit_bytes_per_second=profiles.AMD_MB_UNIT if vendor == 'amd'
+        else None)
+
+
+def load(directory, name=None):
+    """The profile of the host captured in *directory*.
+
+    :raises TreeError: when *directory* holds no resctrl capture.
+    """
+    tree = _Tree(directory)
+    info_dirs = tree.listdir('resctrl', 'info')
+    if not info_dirs:
+        raise TreeError('%s has no resctrl/info: not a capture (see '
+                        '"rdt-virt capabilities --capture")' % directory)
+    host = json.loads(tree.read('host.json') or '{}')
+    vendor = _VENDORS.get(host.get('vendor'), 'intel')
+    flags = set(host.get('flags', ()))
+    opts = host.get('mount_options', [])
+    root = _schemata(tree.read('resctrl', 'schemata'))
+    kinds, l3_sizes = _caches(tree)
+    notes = []
+
+    l3 = None
+    if 'L3' in info_dirs:
+        l3 = _cache_alloc(tree, 'L3', flags, vendor)
+    elif 'L3CODE' in info_dirs:
+        l3 = _cache_alloc(tree, 'L3CODE', flags, vendor, closid_factor=2)
+    if 'L2' in info_dirs or 'L2CODE' in info_dirs:
+        notes.append('L2 CAT of the host is not emulated')
+    mba_mbps = 'mba_MBps' in opts
+    mb = _bw_alloc(tree, 'MB', vendor, root, mba_mbps) if (
+        'MB' in info_dirs) else None
+    smba = _bw_alloc(tree, 'SMBA', vendor, root, False) if (
+        'SMBA' in info_dirs) else None
+    # SNC: mon_L3_XX holds one mon_sub_L3_YY per node.
+    snc = max([1] + [
+        len([n for n in tree.listdir('resctrl', 'mon_data', d)
+             if n.startswith('mon_sub_L3_')])
+        for d in tree.listdir('resctrl', 'mon_data')])
+    mon = None
+    if 'L3_MON' in info_dirs:
+        feats = (tree.read('resctrl', 'info', 'L3_MON', 'mon_features') or
+                 '').split()
+        cntrs = (tree.read('resctrl', 'info', 'L3_MON', 'num_mbm_cntrs') or
+                 '').strip()
+        mon = profiles.Monitoring(
+            num_rmids=tree.int('resctrl', 'info', 'L3_MON',
+                               'num_rmids') * snc,
+            events=tuple(e for e in profiles.ALL_EVENTS if e in feats),
+            mon_scale=_SCALE[vendor], counter_width=_WIDTH[vendor],
+            num_mbm_cntrs=int(cntrs.split(';')[0].split('=')[1])
+            if cntrs else None,
+            bmec='bmec' in flags or 'mbm_total_bytes_config' in
+            tree.listdir('resctrl', 'info', 'L3_MON'))
+
+    dom_ids = set()
+    for vals in root.values():
+        dom_ids |= set(vals)
+    for entry in tree.listdir('resctrl', 'mon_data'):
+        if entry.startswith('mon_L3_'):
+            dom_ids.add(int(entry[len('mon_L3_'):]))
+    sizes = {}
+    for line_name, vals in _schemata(tree.read('resctrl', 'size')).items():
+        if line_name.startswith('L3'):
+            for dom, val in vals.items():
+                sizes.setdefault(dom, int(val))
+    sizes.update(l3_sizes)
+    if not dom_ids:
+        dom_ids = set(l3_sizes) or {0}
+    default_size = max(sizes.values()) if sizes else 32 * profiles.MIB
+    domains = tuple(profiles.CacheDomain(d, sizes.get(d, default_size))
+                    for d in sorted(dom_ids))
+
+    g = profiles.CacheGeometry()
+    l1d = kinds.get((1, 'Data'), (g.l1d_size, g.l1_ways, g.line_size))
+    l1i = kinds.get((1, 'Instruction'), (g.l1i_size, g.l1_ways,
+                                         g.line_size))
+    l2 = kinds.get((2, 'Unified'), (g.l2_size, g.l2_ways, g.line_size))
+    l3c = kinds.get((3, 'Unified'), (0, l3.cbm_len if l3 else g.l3_ways,
+                                     g.line_size))
+    geometry = profiles.CacheGeometry(
+        l1d_size=l1d[0], l1i_size=l1i[0], l1_ways=l1d[1] or g.l1_ways,
+        l2_size=l2[0], l2_ways=l2[1] or g.l2_ways,
+        l3_ways=l3c[1] or g.l3_ways, line_size=l1d[2] or g.line_size)
+    cpu = None
+    if host.get('vendor') and host.get('family') is not None:
+        cpu = profiles.CpuId(host['vendor'], host['family'],
+                             host.get('model') or 0,
+                             host.get('stepping') or 0)
+    description = 'captured host (%s, Linux %s)' % (
+        host.get('vendor', 'unknown vendor'), host.get('kernel', '?'))
+    if notes:
+        description += '; ' + '; '.join(notes)
+    return profiles.Profile(
+        name=name or os.path.basename(os.path.normpath(directory)),
+        description=description, vendor=vendor, domains=domains, l3=l3,
+        mb=mb, smba=smba, mon=mon, cdp='cdp' in opts, mba_mbps=mba_mbps,
+        geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''),
+        snc_ways=snc)
+
+
+class _NoThreads(object):
+    def snapshot(self):
+        return {}
+
+    def tids(self):
+        return {}
+
+    def lookup(self, tid):
+        return None
+
+
+def render(profile, dest, kernel=None, cpus=None):
+    """Write *profile* as a capture into *dest* (see module doc).
+
+    :param cpus: CPUs of the rendered host (default: two per domain).
+    :returns: the number of files written.
+    """
+    # Imported here: model imports profiles, which must not import us.
+    from rdt_virt.emulator import model as model_mod
+    from rdt_virt.emulator import tree as tree_mod
+
+    profile = profiles.get_profile(profile)
+    cpus = list(cpus or range(2 * len(profile.domains)))
+    state = model_mod.ResctrlModel(profile, _NoThreads(), online_cpus=cpus,
+                                   kernel=kernel)
+    view = tree_mod.ResctrlTree(state)
+    count = 0
+
+    def put(rel, text):
+        path = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+
+    def walk(path):
+        nonlocal count
+        for name, kind in view.readdir_modes(path):
+            child = path.rstrip('/') + '/' + name
+            if kind & 0o040000:
+                if name not in state.groups and name != 'mon_groups':
+                    walk(child)
+                continue
+            try:
+                text = view.read(child)
+            except kparse.KernelError:
+                continue
+            put('resctrl' + child, text)
+            count += 1
+
+    walk('/')
+    # CPU flags describe the hardware, info/ what the kernel enabled.
+    flags = ['cat_l3'] if profile.l3 else []
+    flags += ['cdp_l3'] if profile.l3 and profile.l3.cdp_capable else []
+    flags += ['mba'] if profile.mb else []
+    flags += ['sdciae'] if profile.l3 and profile.l3.io_alloc_capable else []
+    if profile.mon:
+        names = {'llc_occupancy': 'cqm_occup_llc',
+                 'mbm_total_bytes': 'cqm_mbm_total',
+                 'mbm_local_bytes': 'cqm_mbm_local'}
+        flags += [names[e] for e in profile.mon.events]
+        flags += ['bmec'] if profile.mon.bmec else []
+    cpu = profile.cpu
+    host = {
+        'vendor': cpu.vendor if cpu else {'intel': 'GenuineIntel',
+                                          'amd': 'AuthenticAMD'}.get(
+            profile.vendor, profile.vendor),
+        'family': cpu and cpu.family, 'model': cpu and cpu.model,
+        'stepping': cpu and cpu.stepping, 'flags': sorted(flags),
+        'kernel': state.kernel.spec, 'cmdline': profile.cmdline,
+        'mount_options': list(profile.mount_options),
+    }
+    put('host.json', json.dumps(host, indent=1, sort_keys=True))
+    put(os.path.join('cpu', 'online'), kparse.format_cpulist(cpus) + '\n')
+    for rel, text in profile.sysfs_cache_files(cpus).items():
+        put(os.path.join('cpu', rel), text)
+    return count + len(profile.sysfs_cache_files(cpus)) + 2
