@@ -102,9 +102,10 @@ class Agent(object):
         self.tracker = sampler.RateTracker()
         self.ceiling_source = None
         # Groups holding an RMID at the last tick, and the monitoring
-        # groups removed once drained since (their RMIDs are free at once).
+        # groups whose removal since is accounted for already (drained:
+        # free at once; a stopped instance's: counted by the rotation).
         self._rmid_groups = None
-        self._drained = set()
+        self._accounted = set()
         self._held = 0               # monitoring groups left draining
         self.caps = None
         self._fingerprint = None
@@ -268,14 +269,14 @@ class Agent(object):
                     foreign += 1
         rmids = {(n, None) for n in ctrl}
         rmids |= {(n, m) for n, g in snap.groups.items() for m in g.mon_names}
-        gone = (self._rmid_groups or set()) - rmids - self._drained
+        gone = (self._rmid_groups or set()) - rmids - self._accounted
         if gone and self.caps.monitor and (
                 'llc_occupancy' in self.caps.monitor.features):
             # Removed without a look at their occupancy, by anyone (libvirt
             # at a domain's stop, a rmdir of a control group): in limbo.
             self.rotation.released(self.clock(), len(gone))
         self._rmid_groups = rmids
-        self._drained = set()
+        self._accounted = set()
         self.closids_used = 1 + len(ctrl)
         self.rmids_used = 1 + len(ctrl) + ours + foreign if (
             self.caps.monitor) else 0
@@ -512,8 +513,9 @@ class Agent(object):
                                     self.settings, window,
                                     self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
-            self._drained = {(a.group, a.mon_group) for a in result.actions
-                             if isinstance(a, model.RemoveMonGroup)}
+            self._accounted = {(a.group, a.mon_group)
+                               for a in result.actions
+                               if isinstance(a, model.RemoveMonGroup)}
             if self.caps.monitor and self.caps.monitor.assigns_counters:
                 outcome.writes += self._assign_counters(result.placements,
                                                         snap, now)
@@ -609,6 +611,9 @@ class Agent(object):
             if actions:
                 self._mon_cache.clear()
             outcome = self.executor.apply(actions)
+            # The rotation counted this RMID in limbo already.
+            self._accounted |= {(a.group, a.mon_group) for a in actions
+                                if isinstance(a, model.RemoveMonGroup)}
         self.totals['writes'] += outcome.writes
         if warnings or outcome.failures:
             self.request_full(CLEANUP_DELAY)

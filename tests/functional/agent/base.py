@@ -29,6 +29,7 @@ from rdt_virt.agent import state
 from rdt_virt.cmd import agent as agent_cmd
 from rdt_virt import conf as rdt_conf
 from rdt_virt import privsep
+from rdt_virt.resctrl import schemata as schemata_mod
 from tests.functional.agent import fakeqemu
 from tests.functional.emulator import base as emu_base
 
@@ -110,6 +111,11 @@ class AgentTestCase(emu_base.EmulatorTestCase):
         return sorted(n for n in os.listdir(self.root)
                       if n not in ('info', 'mon_groups', 'mon_data') and
                       os.path.isdir(self.path(n)))
+
+    def schemata(self, group=None):
+        """A group's schemata, parsed (kernels before 6.15 pad values)."""
+        return schemata_mod.parse(self.read(*([group] if group else []) +
+                                            ['schemata']))
 
     def mon_groups(self, group=None):
         return sorted(os.listdir(self.path(*([group] if group else []),

@@ -15,15 +15,30 @@
 import os
 import time
 
+import fixtures
+import testscenarios
+
 from rdt_virt.agent import model
 from rdt_virt.agent import reconcile
+from rdt_virt.emulator import kernels
+from rdt_virt.privsep import resctrl as priv
 from tests.functional.agent import base
+from tests.functional import matrix
 
 P = base.PREFIX
 MB10, MB20, MB30 = P + 'mb10', P + 'mb20', P + 'mb30'
 
 
-class TestConverge(base.AgentTestCase):
+class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
+    """On every kernel of the matrix (shared groups are Intel's)."""
+
+    scenarios = matrix.scenarios(hosts=['intel'])
+
+    def setUp(self):
+        super().setUp()
+        # What the privileged side learnt of another kernel does not hold.
+        self.useFixture(fixtures.MockPatchObject(
+            priv, '_MULTI_TID', {'supported': None}))
 
     def boot_three(self):
         self.a = self.boot(base.shared(10))
@@ -46,9 +61,9 @@ class TestConverge(base.AgentTestCase):
         stats = self.agent.tick()
         self.assertGreater(stats.writes, 0)
         self.assertEqual([MB10, MB30], self.groups())
-        self.assertEqual('MB:0=10;1=10\nL3:0=f;1=f\n'.split(),
-                         self.read(MB10, 'schemata').split())
-        self.assertIn('L3:0=f;1=f', self.read('schemata').replace(' ', ''))
+        self.assertEqual({'MB': {0: 10, 1: 10}, 'L3': {0: 0xf, 1: 0xf}},
+                         self.schemata(MB10))
+        self.assertEqual({0: 0xf, 1: 0xf}, self.schemata()['L3'])
         self.assertConverged()
         seq = self.mark()
         for _ in range(3):
@@ -94,7 +109,7 @@ class TestConverge(base.AgentTestCase):
         self.agent.tick()
         self.write(MB10 + '/schemata', 'MB:0=100\n')
         self.agent.tick()
-        self.assertIn('MB:0=10;1=10', self.read(MB10, 'schemata'))
+        self.assertEqual({0: 10, 1: 10}, self.schemata(MB10)['MB'])
 
     def test_remount_restores_everything(self):
         self.flags(default_group_l3_ways=3, group='rdt')
@@ -104,7 +119,7 @@ class TestConverge(base.AgentTestCase):
         self.client.remount()
         self.assertEqual([], self.groups())
         self.agent.tick()
-        self.assertIn('L3:0=7;1=7', self.read('schemata').replace(' ', ''))
+        self.assertEqual({0: 0x7, 1: 0x7}, self.schemata()['L3'])
         self.assertConverged()
         seq = self.mark()
         self.assertEqual(0, self.agent.tick().writes)
@@ -146,10 +161,14 @@ class TestConverge(base.AgentTestCase):
         self.agent.tick()
         self.assertPlaced(a, MB20)
         self.assertEqual([MB20], self.groups())
-        # Renamed, not re-created: the counters came along.
         value = int(self.read(MB20, 'mon_groups', mon, 'mon_data',
                               'mon_L3_00', 'mbm_total_bytes'))
-        self.assertGreaterEqual(value, 10 ** 9)
+        if kernels.get_kernel(self.kernel).has('mon_rename'):
+            # Renamed, not re-created: the counters came along.
+            self.assertGreaterEqual(value, 10 ** 9)
+        else:
+            # Re-created (no rename before 6.5): they start again.
+            self.assertLess(value, 10 ** 9)
 
     def test_per_instance_group_monitored_by_its_own_rmid(self):
         a = self.boot(base.own(20, 'percent'))
