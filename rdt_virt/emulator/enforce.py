@@ -66,6 +66,7 @@ by the throttle.
 
 import collections
 import os
+import time
 
 from oslo_log import log as logging
 
@@ -333,6 +334,8 @@ class Enforcer(object):
         self.backend = backend
         self.placements = {}
         self._warned = set()
+        # Cgroups whose rmdir failed (a dying thread still in it): retried.
+        self._stale = set()
 
     def _desired(self):
         with self.model.lock:
@@ -344,6 +347,8 @@ class Enforcer(object):
     def apply(self):
         """One pass: limit, re-limit or release threads as needed."""
         desired = self._desired()
+        for path in list(self._stale):
+            self._remove(path)
         for tid in list(self.placements):
             if tid not in desired:
                 self._release(tid)
@@ -397,13 +402,22 @@ class Enforcer(object):
     def _remove(self, path):
         try:
             self.backend.remove(path)
+            self._stale.discard(path)
         except CgroupError as e:
-            LOG.debug('%s', e)
+            LOG.debug('%s; will retry', e)
+            self._stale.add(path)
 
-    def release_all(self):
+    def release_all(self, timeout=5.0, clock=time.monotonic):
         """Give every thread its own cgroup back (the emulator stops)."""
         for tid in list(self.placements):
             self._release(tid)
+        deadline = clock() + timeout
+        while self._stale and clock() < deadline:
+            time.sleep(0.1)
+            for path in list(self._stale):
+                self._remove(path)
+        for path in self._stale:
+            LOG.warning('could not remove cgroup %s', path)
 
     def describe(self):
         """What the control socket's ``status`` shows."""

@@ -28,8 +28,9 @@ by its own account) stands in for the experiment's Redis GET/s. The phases:
    group, ``rdtvirt-mb10``: one CLOSID.
 
 In each phase, once the guests have settled, it takes repeated samples of
-the protected guest's work rate, of every guest's memory bandwidth as
-rdt-virt-agent reports it, and of every guest's real CPU time, and prints
+the protected guest's work rate, of every guest's memory bandwidth (the
+emulated MBM counters of the group rdt-virt-agent monitors it with), and of
+every guest's real CPU time, and prints
 them as mean and standard deviation over the samples, in the experiment's
 form (work rate and its share of the alone phase), with a chart when
 matplotlib is installed (``rdt-virt[plot]``).
@@ -209,7 +210,6 @@ class Scenario(object):
         self.groups = {}
         self.results = {}
         self.chart = None
-        self._state_time = None
 
     # Plumbing ----------------------------------------------------------
 
@@ -319,30 +319,61 @@ class Scenario(object):
             out[name] = total / 1e9
         return out
 
+    def _counter_dirs(self):
+        """Each guest's counters directory, as rdt-virt-agent names it."""
+        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
+        out = {}
+        for inst in doc.get('instances', {}).values():
+            if inst.get('name') not in self.vcpus or not inst.get('counters'):
+                continue
+            parts = [inst.get('group') or '']
+            if inst.get('mon_group'):
+                parts += ['mon_groups', inst['mon_group']]
+            out[inst['name']] = os.path.join(
+                self.sandbox.resctrl_root,
+                *[p for p in parts if p.strip('/')])
+        return out
+
+    @staticmethod
+    def _mbm_bytes(dirs):
+        out = {}
+        for name, path in dirs.items():
+            try:
+                total = 0
+                for dom in os.listdir(os.path.join(path, 'mon_data')):
+                    with open(os.path.join(path, 'mon_data', dom,
+                                           'mbm_total_bytes')) as f:
+                        total += int(f.read())
+            except (OSError, ValueError):
+                continue        # gone, or a sentinel
+            out[name] = total
+        return out
+
     def sample(self):
-        """One sample: work rate, CPU shares and agent rates over a window.
+        """One sample: work rate, CPU and memory bandwidth over a window.
+
+        The bandwidth comes from the emulated ``mbm_total_bytes`` of the
+        group rdt-virt-agent monitors each guest with, read at both ends of
+        the window (the agent's own rates cover its own intervals, which a
+        loaded machine stretches).
 
         :returns: ``{'work': bytes/s of the protected guest, 'cpu': {name:
-            share of one CPU}, 'mbm': {name: bytes/s from the agent}}``
+            share of one CPU}, 'mbm': {name: bytes/s}}``
         """
-        w0, c0, t0 = (self.meters[PROTECTED].sample(), self._cpu_seconds(),
-                      time.monotonic())
+        dirs = self._counter_dirs()
+        w0, c0, b0, t0 = (self.meters[PROTECTED].sample(),
+                          self._cpu_seconds(), self._mbm_bytes(dirs),
+                          time.monotonic())
         time.sleep(self.sample_time)
-        w1, c1, t1 = (self.meters[PROTECTED].sample(), self._cpu_seconds(),
-                      time.monotonic())
-        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
-        mbm = {}
-        # A state file the agent has not rewritten since the last sample
-        # holds the same rates: counting them again would shrink the spread.
-        if doc.get('time') != self._state_time:
-            self._state_time = doc.get('time')
-            mbm = {i.get('name'): i.get('mbm_total_bps')
-                   for i in doc.get('instances', {}).values()
-                   if i.get('name') in self.vcpus}
+        w1, c1, b1, t1 = (self.meters[PROTECTED].sample(),
+                          self._cpu_seconds(), self._mbm_bytes(dirs),
+                          time.monotonic())
+        dt = t1 - t0
         return {'work': guest.work_rate(w0, w1),
-                'cpu': {n: (c1[n] - c0.get(n, 0.0)) / (t1 - t0)
-                        for n in c1},
-                'mbm': mbm}
+                'cpu': {n: (c1[n] - c0.get(n, 0.0)) / dt for n in c1},
+                # A counter that went back was reset: no sample.
+                'mbm': {n: (b1[n] - b0[n]) / dt for n in b1
+                        if n in b0 and b1[n] >= b0[n]}}
 
     def measure(self, key, title):
         names = [n for n in GUESTS if n in self.vcpus]
@@ -421,11 +452,11 @@ class Scenario(object):
                  '(mean ± sd over %d samples) ==' % self.samples)
         self.say()
         self.say(_indent(experiment_table(results)))
-        self.say('== Memory bandwidth per guest (emulated MBM, MB/s, '
-                 'from rdt-virt-agent) ==')
+        self.say('== Memory bandwidth per guest (MB/s, emulated MBM of the '
+                 'group rdt-virt-agent monitors it with) ==')
         self.say()
         self.say(_indent(guest_table(results, 'mbm', 1e-6, '%.1f')))
-        self.say('  agent rates sampled (fresh state files) per phase: %s' %
+        self.say('  bandwidth samples per phase: %s' %
                  ', '.join('%d. %s' % (i, results[k].get('mbm_samples', '-'))
                            for i, (k, _t) in enumerate(PHASES, 1)
                            if k in results))

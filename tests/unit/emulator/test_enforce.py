@@ -140,11 +140,15 @@ class FakeCgroups(object):
         cls = enforce.CgroupV1 if self.version == 1 else enforce.CgroupV2
 
         class Backend(cls):
+            busy = set()
+
             def attach(self, cgroup_dir, tid):
                 super().attach(cgroup_dir, tid)
                 fake.place(tid, '/' + os.path.relpath(cgroup_dir, fake.mount))
 
             def remove(self, cgroup_dir):
+                if cgroup_dir in self.busy:
+                    raise enforce.CgroupError('rmdir %s: busy' % cgroup_dir)
                 # A real cgroupfs has only the kernel's files in a
                 # cgroup, which rmdir takes along.
                 for name in os.listdir(cgroup_dir):
@@ -229,6 +233,33 @@ class EnforcerV1Test(EnforcerTestCase):
         self.tree.rmdir('/g1')
         self.enforcer.apply()
         self.assertEqual(VCPU, self.fs.where(100))
+
+    def test_busy_cgroups_are_removed_later(self):
+        self.write('/g1/schemata', 'MB:0=10;1=10\n')
+        self.write('/g1/tasks', '100')
+        self.enforcer.apply()
+        mine = self.ours(100, '/machine')
+        # The thread exits, but a moment passes before the kernel lets
+        # its cgroup go.
+        self.enforcer.backend.busy.add(self.fs.mount + mine)
+        self.threads.exit(100)
+        self.model.refresh()
+        self.enforcer.apply()
+        self.assertTrue(self.fs.exists(mine))
+        self.enforcer.backend.busy.clear()
+        self.enforcer.apply()
+        self.assertFalse(self.fs.exists(mine))
+        # At shutdown too.
+        self.write('/g1/tasks', '101')
+        self.enforcer.apply()
+        other = self.ours(101, '/user')
+        self.enforcer.backend.busy.add(self.fs.mount + other)
+        self.enforcer.release_all(timeout=0.2)
+        self.assertTrue(self.fs.exists(other))
+        self.assertIn('could not remove cgroup', self.log.output)
+        self.enforcer.backend.busy.clear()
+        self.enforcer.release_all()
+        self.assertFalse(self.fs.exists(other))
 
     def test_a_thread_moved_away_is_placed_again(self):
         self.write('/g1/schemata', 'MB:0=10;1=10\n')

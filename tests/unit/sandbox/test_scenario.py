@@ -12,10 +12,12 @@
 
 """The scenario's statistics, tables and chart, from made-up samples."""
 
+import json
 import os
 
 import fixtures
 
+from rdt_virt.agent import state
 from rdt_virt.sandbox import chart
 from rdt_virt.sandbox import scenario
 from tests import base
@@ -97,3 +99,42 @@ class StatsTest(base.TestCase):
             self.assertGreater(os.path.getsize(path), 1000)
         with open(os.path.join(tmp, 's.png'), 'rb') as f:
             self.assertEqual(b'\x89PNG', f.read(4))
+
+
+class CountersTest(base.TestCase):
+
+    def test_counters_of_the_groups_the_agent_names(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        run = scenario.Scenario(tmp)
+        root = run.sandbox.resctrl_root
+        instances = {
+            'a': {'name': 'protected', 'group': None,
+                  'mon_group': 'rdtvirt-m-a', 'counters': 'rdtvirt-m-a'},
+            'b': {'name': 'noisy-1', 'group': 'qemu-2-noisy-1-vcpus_0',
+                  'mon_group': None, 'counters': 'qemu-2-noisy-1-vcpus_0'},
+            'c': {'name': 'noisy-2', 'group': 'rdtvirt-mb10',
+                  'mon_group': 'rdtvirt-m-c',
+                  'counters': 'rdtvirt-mb10/rdtvirt-m-c'},
+            # Not placed yet: no counters of its own.
+            'd': {'name': 'noisy-3', 'group': None, 'mon_group': None,
+                  'counters': None},
+        }
+        with open(os.path.join(tmp, 'state.json'), 'w') as f:
+            json.dump({'version': state.VERSION, 'time': 1.0,
+                       'instances': instances}, f)
+        names = ('protected', 'noisy-1', 'noisy-2', 'noisy-3')
+        run.vcpus = {n: [1] for n in names}
+        dirs = run._counter_dirs()
+        self.assertEqual({
+            'protected': os.path.join(root, 'mon_groups', 'rdtvirt-m-a'),
+            'noisy-1': os.path.join(root, 'qemu-2-noisy-1-vcpus_0'),
+            'noisy-2': os.path.join(root, 'rdtvirt-mb10', 'mon_groups',
+                                    'rdtvirt-m-c')}, dirs)
+        for name, path in dirs.items():
+            for dom, value in (('mon_L3_00', '1000'), ('mon_L3_01', '24')):
+                os.makedirs(os.path.join(path, 'mon_data', dom))
+                with open(os.path.join(path, 'mon_data', dom,
+                                       'mbm_total_bytes'), 'w') as f:
+                    f.write(value if name != 'noisy-2' else 'Unavailable')
+        self.assertEqual({'protected': 1024, 'noisy-1': 1024},
+                         run._mbm_bytes(dirs))
