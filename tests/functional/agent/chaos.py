@@ -404,18 +404,10 @@ class Chaos(object):
             return False
         tid = self.rng.choice(free)
         ctrls = [g for g in self.foreign if '/' not in g]
-        if len(ctrls) < 2 and self.rng.random() < 0.5:
-            name = 'other-%d' % n
-            try:
-                os.mkdir(self._path(name))
-                self._write(name + '/schemata', 'MB:0=50;1=50\n')
-                self._write(name + '/tasks', '%d\n' % tid)
-            except OSError as e:
-                self.log('  foreign group %s not made: %s' % (name, e))
-                return False
-            self.foreign[name] = {tid}
-            self.foreign_schemata[name] = 'MB:0=50;1=50'
-            self.where_foreign[tid] = (name, None)
+        name = 'other-%d' % n
+        if len(ctrls) < 2 and self.rng.random() < 0.5 and (
+                self._foreign_ctrl(name, tid)):
+            pass
         else:
             name = 'othermon-%d' % n
             try:
@@ -427,6 +419,22 @@ class Chaos(object):
             self.foreign['mon_groups/' + name] = {tid}
             self.where_foreign[tid] = (None, name)
         self.foreign_names.add(name)
+        return True
+
+    def _foreign_ctrl(self, name, tid):
+        try:
+            os.mkdir(self._path(name))
+        except OSError as e:
+            # No CLOSID left: the other tool makes a monitoring group.
+            self.log('  foreign group %s not made: %s' % (name, e))
+            return False
+        self.foreign[name] = set()
+        self.foreign_names.add(name)
+        self._write(name + '/schemata', 'MB:0=50;1=50\n')
+        self._write(name + '/tasks', '%d\n' % tid)
+        self.foreign[name] = {tid}
+        self.foreign_schemata[name] = 'MB:0=50;1=50'
+        self.where_foreign[tid] = (name, None)
         return True
 
     def _foreign_vanish(self):
@@ -530,9 +538,6 @@ class Chaos(object):
         self.up = forced != 'libvirtd' and rng.random() >= 0.12
         if not self.up:
             faults.append('libvirtd')
-        if forced == 'refuse' or rng.random() < 0.5:
-            self._refuse()
-            faults.append('refuse')
         roll = 0.0 if forced == 'foreign' else rng.random()
         if roll < 0.3 and self._foreign_appear():
             faults.append('foreign')
@@ -540,6 +545,10 @@ class Chaos(object):
             faults.append('foreign')
         if (forced == 'drift' or rng.random() < 0.25) and self._drift():
             faults.append('drift')
+        # Last: the other tools' own writes above are not refused.
+        if forced == 'refuse' or rng.random() < 0.5:
+            self._refuse()
+            faults.append('refuse')
         kill = forced == 'kill' or rng.random() < 0.2
         calls = rng.randint(1, 5 if forced == 'kill' else 40)
         self._publish()
