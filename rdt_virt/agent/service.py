@@ -381,6 +381,11 @@ class Agent(object):
             return stats
         now = self.clock()
         scope = reconcile.groups_of(inst, self.caps, self.settings)
+        before = self.placements.get(uuid)
+        if before is not None and before.group is not None:
+            # Its policy may have changed: where its threads are now must
+            # be read too, or they would look as if in the default group.
+            scope = set(scope) | {before.group}
         with self.resctrl.lock():
             snap = self.read_snapshot(
                 scope, set(self.instances) | {uuid},

@@ -15,6 +15,7 @@
 import os
 import time
 
+from rdt_virt.agent import domains
 from rdt_virt.agent import model
 from rdt_virt.agent import reconcile
 from tests.functional.agent import base
@@ -150,6 +151,23 @@ class TestConverge(base.AgentTestCase):
         value = int(self.read(MB20, 'mon_groups', mon, 'mon_data',
                               'mon_L3_00', 'mbm_total_bytes'))
         self.assertGreaterEqual(value, 10 ** 9)
+
+    def test_changed_event_takes_threads_out_of_the_old_group(self):
+        # The fast path reads only the groups of the new policy; it must
+        # also read the one the instance was in, or it plans as if the
+        # threads were in the default group and the kernel refuses.
+        a = self.boot(base.shared(10))
+        self.boot(base.shared(10))
+        self.agent.tick()
+        inst = self.source.domains[a]
+        self.source.domains[a] = model.Instance(
+            a, inst.name, inst.domain_id, monitor=True)
+        seq = self.mark()
+        self.agent.handle(domains.Event(domains.CHANGED, a,
+                                        time.monotonic()))
+        self.assertPlaced(a, None)
+        self.assertEqual([], [e for e in self.mutations(seq)
+                              if e['result'] != 'ok'])
 
     def test_per_instance_group_monitored_by_its_own_rmid(self):
         a = self.boot(base.own(20, 'percent'))
