@@ -169,6 +169,19 @@ class TestConverge(base.AgentTestCase):
         self.assertEqual([], [e for e in self.mutations(seq)
                               if e['result'] != 'ok'])
 
+    def test_unreadable_tasks_skip_the_tick_without_a_traceback(self):
+        a = self.boot(base.shared(10))
+        self.agent.tick()
+        self.client.fail('read', '/%s/tasks' % MB10, 'EIO', count=2)
+        stats = self.agent.tick()
+        self.assertEqual('resctrl unreadable', stats.skipped)
+        self.agent.handle(domains.Event(domains.STARTED, a,
+                                        time.monotonic()))
+        self.assertNotIn('Traceback', self.logger.output)
+        self.assertIn('Cannot read resctrl', self.logger.output)
+        self.assertEqual(0, self.agent.tick().writes)
+        self.assertPlaced(a, MB10)
+
     def test_per_instance_group_monitored_by_its_own_rmid(self):
         a = self.boot(base.own(20, 'percent'))
         self.agent.tick()
