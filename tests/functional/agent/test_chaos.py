@@ -13,8 +13,9 @@
 """Faults under load: hundreds of instances, churn, faults, then checks.
 
 A bounded run of :mod:`tests.functional.agent.chaos` for CI. The seed is
-fixed so that CI is reproducible; ``RDT_VIRT_CHAOS_SEED`` picks another
-(``tools/chaos.py`` runs many, for longer). A failure names its seed and
+fixed so that CI is reproducible; ``RDT_VIRT_CHAOS_SEED`` picks another,
+``RDT_VIRT_CHAOS_INSTANCES`` and ``RDT_VIRT_CHAOS_ROUNDS`` the size
+(``tools/chaos.py`` runs many seeds, for longer). A failure names its seed and
 the command that replays it.
 """
 
@@ -28,8 +29,10 @@ from tests import base
 from tests.functional.agent import chaos
 
 SEED = int(os.environ.get('RDT_VIRT_CHAOS_SEED', '20261123'))
-ROUNDS = 8
-INSTANCES = 200
+# Six rounds give each fault kind its forced turn; tools/chaos.py runs
+# 300 instances for 30 rounds.
+ROUNDS = int(os.environ.get('RDT_VIRT_CHAOS_ROUNDS', '6'))
+INSTANCES = int(os.environ.get('RDT_VIRT_CHAOS_INSTANCES', '100'))
 CHURN = 10
 
 
