@@ -256,6 +256,20 @@ class Agent(object):
                 continue
         return model.Snapshot(groups, complete=scope is None)
 
+    def _read_or_warn(self, *args, **kwargs):
+        """read_snapshot, or None (with a warning) when resctrl refuses.
+
+        A kernel that answers EIO for one group's tasks must not make the
+        agent log a traceback every tick; nothing can be planned safely
+        without knowing where threads are, so the step is skipped and
+        the next one tries again.
+        """
+        try:
+            return self.read_snapshot(*args, **kwargs)
+        except (exception.ResctrlError, OSError) as e:
+            LOG.warning('Cannot read resctrl (%s); trying again later', e)
+            return None
+
     def _account(self, snap):
         """RMIDs and CLOSIDs in use, and monitoring groups of others."""
         ctrl = [n for n in snap.groups if n is not None]
@@ -496,7 +510,10 @@ class Agent(object):
         threads = self._threads(instances)
         now = self.clock()
         with self.resctrl.lock():
-            snap = self.read_snapshot(instances=instances)
+            snap = self._read_or_warn(instances=instances)
+            if snap is None:
+                stats.skipped = 'resctrl unreadable'
+                return self._done(stats, cpu0, start)
             foreign, ours = self._account(snap)
             cands = reconcile.mon_candidates(instances, threads, self.caps,
                                              self.settings)
@@ -551,10 +568,19 @@ class Agent(object):
             return stats
         now = self.clock()
         scope = reconcile.groups_of(inst, self.caps, self.settings)
+        before = self.placements.get(uuid)
+        if before is not None and before.group is not None:
+            # Its policy may have changed: where its threads are now must
+            # be read too, or they would look as if in the default group.
+            scope = set(scope) | {before.group}
         with self.resctrl.lock():
-            snap = self.read_snapshot(
+            snap = self._read_or_warn(
                 scope, set(self.instances) | {uuid},
                 only={self.settings.prefix + 'm-' + uuid})
+            if snap is None:
+                stats.skipped = 'resctrl unreadable'
+                self.request_full(CLEANUP_DELAY)
+                return stats
             cands = reconcile.mon_candidates({uuid: inst}, threads,
                                              self.caps, self.settings)
             window = self.rotation.window
@@ -605,7 +631,10 @@ class Agent(object):
             return
         scope = reconcile.groups_of(inst, self.caps, self.settings)
         with self.resctrl.lock():
-            snap = self.read_snapshot(scope, self.instances)
+            snap = self._read_or_warn(scope, self.instances)
+            if snap is None:
+                self.request_full(CLEANUP_DELAY)
+                return
             actions, warnings = reconcile.cleanup(
                 uuid, inst, snap, self.caps, self.settings, self.instances)
             if actions:

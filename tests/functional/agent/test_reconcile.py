@@ -18,6 +18,7 @@ import time
 import fixtures
 import testscenarios
 
+from rdt_virt.agent import domains
 from rdt_virt.agent import model
 from rdt_virt.agent import reconcile
 from rdt_virt.emulator import kernels
@@ -169,6 +170,36 @@ class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
         else:
             # Re-created (no rename before 6.5): they start again.
             self.assertLess(value, 10 ** 9)
+
+    def test_changed_event_takes_threads_out_of_the_old_group(self):
+        # The fast path reads only the groups of the new policy; it must
+        # also read the one the instance was in, or it plans as if the
+        # threads were in the default group and the kernel refuses.
+        a = self.boot(base.shared(10))
+        self.boot(base.shared(10))
+        self.agent.tick()
+        inst = self.source.domains[a]
+        self.source.domains[a] = model.Instance(
+            a, inst.name, inst.domain_id, monitor=True)
+        seq = self.mark()
+        self.agent.handle(domains.Event(domains.CHANGED, a,
+                                        time.monotonic()))
+        self.assertPlaced(a, None)
+        self.assertEqual([], [e for e in self.mutations(seq)
+                              if e['result'] != 'ok'])
+
+    def test_unreadable_tasks_skip_the_tick_without_a_traceback(self):
+        a = self.boot(base.shared(10))
+        self.agent.tick()
+        self.client.fail('read', '/%s/tasks' % MB10, 'EIO', count=2)
+        stats = self.agent.tick()
+        self.assertEqual('resctrl unreadable', stats.skipped)
+        self.agent.handle(domains.Event(domains.STARTED, a,
+                                        time.monotonic()))
+        self.assertNotIn('Traceback', self.logger.output)
+        self.assertIn('Cannot read resctrl', self.logger.output)
+        self.assertEqual(0, self.agent.tick().writes)
+        self.assertPlaced(a, MB10)
 
     def test_per_instance_group_monitored_by_its_own_rmid(self):
         a = self.boot(base.own(20, 'percent'))
