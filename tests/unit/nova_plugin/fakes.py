@@ -14,6 +14,7 @@
 
 import dataclasses
 
+import fixtures
 from nova import objects
 from nova.scheduler import host_manager
 
@@ -86,3 +87,15 @@ def replace_capacity(stats_, **changes):
     rdt = dataclasses.replace(
         rdt, capacity=dataclasses.replace(rdt.capacity, **changes))
     return dict(stats_, **hoststats.encode(rdt))
+
+
+class SchedulerState(fixtures.Fixture):
+    """Forget the scheduler's per-node views, before and after a test.
+
+    They are kept per node name across requests, and tests reuse names.
+    """
+
+    def _setUp(self):
+        from nova_plugin.scheduler import state
+        state._views.clear()
+        self.addCleanup(state._views.clear)
