@@ -18,6 +18,7 @@ import fixtures
 from nova import objects
 from nova.scheduler import host_manager
 
+from nova_plugin.scheduler import state as sched_state
 from rdt_virt.policy import capacity
 from rdt_virt.policy import hoststats
 from tests.unit.policy import hosts
@@ -96,6 +97,5 @@ class SchedulerState(fixtures.Fixture):
     """
 
     def _setUp(self):
-        from nova_plugin.scheduler import state
-        state._views.clear()
-        self.addCleanup(state._views.clear)
+        sched_state._views.clear()
+        self.addCleanup(sched_state._views.clear)
