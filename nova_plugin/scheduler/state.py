@@ -33,13 +33,27 @@ not parse anything there:
 
 The scheduler therefore runs the same ``fit()`` and ``Capacity.check()`` as
 the compute host, at the cost of a few dictionary lookups per host.
+
+* **Consumption**: a host's stats change only at its next resource report,
+  and Nova's ``HostState.consume_from_request`` updates none of rdt-virt's
+  values; it does count ``num_instances`` up. When a host's count has grown
+  since the last RDT request it passed, an instance landed there: that
+  request's plan is taken from the host's capacity until the next report.
+  So the instances of a multi-create request, and of requests scheduled one
+  after the other, do not all get the same last CLOSID. When the count
+  goes down (placements undone by a request that failed, instances
+  deleted), the estimate goes back to the host's last report. (A plain
+  instance that lands right after an RDT request passed a host makes the
+  estimate pessimistic until the next report.)
 """
 
+import dataclasses
 import itertools
 import threading
 
 from oslo_log import log as logging
 
+from nova_plugin.virt import claims as claims_mod
 from rdt_virt import exception
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
@@ -60,6 +74,9 @@ _caps_ids = {}
 _caps_counter = itertools.count()
 _fits = {}
 _local = threading.local()
+# {(host, node): HostView}
+_views = {}
+_MAX_HOSTS = 100000
 
 
 class RequestView(object):
@@ -169,7 +186,8 @@ class Verdict(object):
 class HostView(object):
     """The decoded RDT state of one HostState."""
 
-    __slots__ = ('stats', 'raw', 'rdt', 'caps_id', 'verdicts')
+    __slots__ = ('stats', 'raw', 'rdt', 'caps_id', 'verdicts', 'seen',
+                 'pending')
 
     def __init__(self, stats, raw):
         self.stats = stats
@@ -179,6 +197,21 @@ class HostView(object):
         self.caps_id = _caps_id(self.rdt) if self.rdt else None
         # {id(plan): Verdict}; plans live in the fit cache, the Verdict
         # keeps its plan alive so the id cannot be reused meanwhile.
+        self.verdicts = {}
+        # HostState.num_instances when last looked at, and the plan of the
+        # last RDT request this host passed then (None if it refused it).
+        self.seen = None
+        self.pending = None
+
+    def consume(self, plan):
+        """Take ``plan`` from the capacity until the next report."""
+        self.rdt = dataclasses.replace(
+            self.rdt, capacity=claims_mod.consume(self.rdt.capacity, plan))
+        self.verdicts = {}
+
+    def reset(self):
+        """Forget what was consumed: back to the host's last report."""
+        self.rdt = hoststats.decode({hoststats.KEY: self.raw})
         self.verdicts = {}
 
     def fit(self, request):
@@ -226,17 +259,29 @@ _NO_RDT = Verdict(None, 'the host reports no RDT (no rdt-virt driver)')
 
 
 def host_view(host_state):
-    """The :class:`HostView` of a HostState, decoded once per change."""
+    """The :class:`HostView` of a HostState, decoded once per change.
+
+    Views are also kept per compute node, for HostStates that the
+    scheduler creates anew for a request: what the scheduler placed on a
+    node since its last report must outlive them.
+    """
     stats = host_state.stats
     view = host_state.__dict__.get(HOST_ATTR)
     if view is not None and view.stats is stats:
         return view
     raw = stats.get(hoststats.KEY) if stats else None
+    key = (host_state.host, host_state.nodename)
+    if view is None:
+        view = _views.get(key)
     if view is not None and view.raw == raw:
         view.stats = stats
+        setattr(host_state, HOST_ATTR, view)
         return view
     view = HostView(stats, raw)
     setattr(host_state, HOST_ATTR, view)
+    if len(_views) >= _MAX_HOSTS:
+        _views.clear()
+    _views[key] = view
     return view
 
 
@@ -249,12 +294,26 @@ def verdict(host_state, request):
     view = host_state.__dict__.get(HOST_ATTR)
     if view is None or view.stats is not host_state.stats:
         view = host_view(host_state)
+    count = host_state.num_instances
+    if count != view.seen and view.rdt is not None:
+        if view.seen is not None and count < view.seen:
+            # Fewer instances than counted: the scheduler's placements were
+            # undone (a request that failed) or instances left.
+            view.reset()
+        elif view.pending is not None and view.seen is not None:
+            # An instance landed here since the last RDT request passed.
+            view.consume(view.pending)
+        view.seen = count
+    found = None
     plan = request.fits.get(view.caps_id)
     if plan is not None and plan.__class__ is not Verdict:
         found = view.verdicts.get(id(plan))
-        if found is not None and found.plan is plan:
-            return found
-    return view.verdict(request)
+        if found is None or found.plan is not plan:
+            found = None
+    if found is None:
+        found = view.verdict(request)
+    view.pending = found.plan if found.reason is None else None
+    return found
 
 
 def headroom(rdt, plan):

@@ -38,6 +38,7 @@ import contextlib
 import threading
 
 from nova.compute import task_states
+from nova.compute import vm_states
 from nova import exception as nova_exception
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_concurrency import lockutils
@@ -64,6 +65,20 @@ LOG = logging.getLogger(__name__)
 # capacity a claim checks is the capacity the report shows.
 LOCK = 'rdt-virt-claims'
 TRAIT_PREFIX = 'CUSTOM_RDT_'
+
+
+class CapacityReschedule(nova_exception.GroupAffinityViolation):
+    """A new instance does not fit here after all: try another host.
+
+    Raised from spawn() of a build instead of ComputeResourcesUnavailable.
+    Nova reschedules both, but counts ComputeResourcesUnavailable as a
+    failed build, and BuildFailureWeigher then sends every request, RDT or
+    not, away from this host. A build refused for a server group policy
+    (GroupAffinityViolation) is rescheduled without that penalty: losing
+    a race for the last CLOSID is no sign of a broken host either.
+    """
+
+    msg_fmt = 'Insufficient compute resources: %(reason)s.'
 
 
 def policy_of(flavor):
@@ -344,7 +359,12 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def spawn(self, context, instance, *args, **kwargs):
         with self._rdt_marked(instance.uuid, self._rdt_busy):
             if not self._rdt_rebuilt(instance):
-                self._rdt_claim(instance, instance.flavor)
+                try:
+                    self._rdt_claim(instance, instance.flavor)
+                except nova_exception.ComputeResourcesUnavailable as e:
+                    if instance.vm_state != vm_states.BUILDING:
+                        raise
+                    raise CapacityReschedule(reason=e.kwargs['reason'])
             try:
                 return super().spawn(context, instance, *args, **kwargs)
             except Exception:

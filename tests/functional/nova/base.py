@@ -39,6 +39,7 @@ import nova.virt
 from sqlalchemy import exc as sqla_exc
 
 from nova_plugin import conf as plugin_conf
+from nova_plugin.scheduler import state as sched_state
 from rdt_virt.policy import hoststats
 from tests import base as tests_base
 from tests.functional.nova import fakeresctrl
@@ -138,6 +139,10 @@ class RDTServersTestBase(base.ServersTestBase):
         self._rdt_variants = {}
         self._rdt_flags = {}
         self.roots = {}
+        # The scheduler's estimates of each node, by host name: the next
+        # test reuses the names.
+        sched_state._views.clear()
+        self.addCleanup(sched_state._views.clear)
         super().setUp()
         # Nova 34 turns SQLAlchemy deprecations in nova into errors, and
         # SQLAlchemy 2.1 deprecated noload(), which Nova uses to load an
@@ -264,6 +269,11 @@ class RDTServersTestBase(base.ServersTestBase):
         self._run_periodics()
         return self.reported(hostname).capacity.free_closids
 
+    def failed_builds(self, hostname):
+        """Builds ``hostname`` counted as failed (BuildFailureWeigher)."""
+        rt = self.computes[hostname].manager.rt
+        return int(rt.stats[hostname].get('failed_builds', 0))
+
     def libvirt_groups(self, hostname):
         """The resctrl groups libvirt made on ``hostname`` (sorted).
 
@@ -296,8 +306,11 @@ def add_groups(tree, count, schemata=None):
     if schemata is None:
         with open(os.path.join(tree, 'schemata')) as f:
             schemata = f.read()
-    for i in range(count):
-        group = os.path.join(tree, 'other-%d' % i)
+    taken = set(os.listdir(tree))
+    names = (n for n in ('other-%d' % i for i in range(1000))
+             if n not in taken)
+    for _ in range(count):
+        group = os.path.join(tree, next(names))
         os.mkdir(group)
         os.mkdir(os.path.join(group, 'mon_groups'))
         with open(os.path.join(group, 'schemata'), 'w') as f:

@@ -125,10 +125,11 @@ class RDTCapacityTest(base.RDTServersTestBase):
         server = self.boot(self.flavor({'hw:mem_bw': '20'}))
         self.assertEqual('busy', server['OS-EXT-SRV-ATTR:host'])
 
-    def test_race_for_the_last_closid(self):
+    def test_scheduler_counts_what_it_placed(self):
         # 'a' has one CLOSID left and measures less bandwidth, so the
-        # scheduler sends both boots there: its stats say one CLOSID is
-        # free until its next resource report.
+        # scheduler prefers it; its stats say one CLOSID is free until its
+        # next resource report, but the scheduler counts the instance it
+        # placed there.
         self.start_rdt_compute('a', prepare=leave_closids(1))
         self.start_rdt_compute('b', prepare=leave_closids(2))
         self.publish_bandwidth('a', 1e8)
@@ -140,14 +141,36 @@ class RDTCapacityTest(base.RDTServersTestBase):
         self.assertEqual('a', first['OS-EXT-SRV-ATTR:host'])
         self.assertEqual(1, self.reported('a').capacity.free_closids)
         second = self.boot(flavor)
-        # 'a' refused it and Nova rescheduled it to the alternate host.
+        self.assertEqual('b', second['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual([], self.create_error_reasons(second))
+        self._check_nothing_leaked(first, second)
+
+    def test_race_for_the_last_closid(self):
+        # Something the scheduler cannot see takes 'a''s last CLOSID
+        # after its report: 'a' refuses the boot, Nova reschedules it to
+        # the alternate host, and 'a' is not marked as failing builds.
+        self.start_rdt_compute('a', prepare=leave_closids(2))
+        self.start_rdt_compute('b', prepare=leave_closids(2))
+        self.publish_bandwidth('a', 1e8)
+        self.publish_bandwidth('b', 9e9)
+        self._run_periodics()
+        flavor = self.flavor({'hw:mem_bw': '10'})
+        first = self.boot(flavor)
+        self.assertEqual('a', first['OS-EXT-SRV-ATTR:host'])
+        self._run_periodics()
+        base.add_groups(self.roots['a'], 1)
+        second = self.boot(flavor)
         self.assertEqual('b', second['OS-EXT-SRV-ATTR:host'])
         reasons = self.create_error_reasons(second)
         self.assertEqual(1, len(reasons), reasons)
         self.assertIn('RDT capacity exhausted on this host: no free CLOSID',
                       reasons[0])
+        self.assertEqual(0, self.failed_builds('a'))
+        self.assertEqual([first['id']], list(self.claims('a')))
+        self.assertEqual([second['id']], list(self.claims('b')))
 
-        # Nothing leaked: each host holds exactly its own instance...
+    def _check_nothing_leaked(self, first, second):
+        # Each host holds exactly its own instance...
         self.assertEqual([first['id']], list(self.claims('a')))
         self.assertEqual([second['id']], list(self.claims('b')))
         self._run_periodics()
@@ -164,13 +187,16 @@ class RDTCapacityTest(base.RDTServersTestBase):
         self.assertEqual(2, self.reported('b').capacity.free_closids)
 
     def test_exhaustion_without_alternate_says_why(self):
-        self.start_rdt_compute('only', prepare=leave_closids(1))
+        self.start_rdt_compute('only', prepare=leave_closids(2))
         self.start_rdt_compute('none', variant='none')
         flavor = self.flavor({'hw:mem_bw': '10'})
         self.boot(flavor)
-        # Stale stats: the scheduler still sees one CLOSID on 'only'. With
-        # no alternate host, Nova's fault only says that it ran out of
-        # hosts; the reason is in the instance.create.error notification.
+        self._run_periodics()
+        # Stale stats: another resctrl user took the last CLOSID after the
+        # report, the scheduler still sees it free on 'only'. With no
+        # alternate host, Nova's fault only says that it ran out of hosts;
+        # the reason is in the instance.create.error notification.
+        base.add_groups(self.roots['only'], 1)
         server = self.boot(flavor, expected_state='ERROR')
         self.assertIn('Exhausted all hosts available',
                       server['fault']['message'])

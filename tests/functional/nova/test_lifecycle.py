@@ -156,3 +156,30 @@ class RDTLifecycleTest(base.RDTServersTestBase):
         self.assertIn('<node id="0" bandwidth="10"/>',
                       self.domain_xml(server))
         self.assertEqual(1, self.free_closids('a'))
+
+    def test_multi_create_takes_capacity_per_instance(self):
+        self.start_rdt_compute('a', prepare=base.leave_closids(1))
+        flavor = self.flavor(MB10)
+        body = self._build_server(flavor_id=flavor, networks='none')
+        body.update(min_count=2, max_count=2, return_reservation_id=True)
+        reservation = self.api.post_server({'server': body})
+        servers = self.api.get_servers(
+            search_opts={'reservation_id': reservation['reservation_id']})
+        self.assertEqual(2, len(servers))
+        for server in servers:
+            server = self._wait_for_state_change(server, 'ERROR')
+            self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual({}, self.claims('a'))
+        self.assertEqual(0, self.failed_builds('a'))
+        # Two hosts with one CLOSID each: one instance on each, at once.
+        self.start_rdt_compute('b', prepare=base.leave_closids(1))
+        body = self._build_server(flavor_id=flavor, networks='none')
+        body.update(min_count=2, max_count=2, return_reservation_id=True)
+        reservation = self.api.post_server({'server': body})
+        servers = self.api.get_servers(
+            search_opts={'reservation_id': reservation['reservation_id']})
+        hosts = {self._wait_for_state_change(s, 'ACTIVE')[
+            'OS-EXT-SRV-ATTR:host'] for s in servers}
+        self.assertEqual({'a', 'b'}, hosts)
+        for host in ('a', 'b'):
+            self.assertEqual(0, self.failed_builds(host))

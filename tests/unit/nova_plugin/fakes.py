@@ -14,9 +14,11 @@
 
 import dataclasses
 
+import fixtures
 from nova import objects
 from nova.scheduler import host_manager
 
+from nova_plugin.scheduler import state as sched_state
 from rdt_virt.policy import capacity
 from rdt_virt.policy import hoststats
 from tests.unit.policy import hosts
@@ -86,3 +88,14 @@ def replace_capacity(stats_, **changes):
     rdt = dataclasses.replace(
         rdt, capacity=dataclasses.replace(rdt.capacity, **changes))
     return dict(stats_, **hoststats.encode(rdt))
+
+
+class SchedulerState(fixtures.Fixture):
+    """Forget the scheduler's per-node views, before and after a test.
+
+    They are kept per node name across requests, and tests reuse names.
+    """
+
+    def _setUp(self):
+        sched_state._views.clear()
+        self.addCleanup(sched_state._views.clear)

@@ -19,11 +19,17 @@ from tests import base
 from tests.unit.nova_plugin import fakes
 
 
+def placed(host_state):
+    # What HostState.consume_from_request() counts for an instance.
+    host_state.num_instances += 1
+
+
 class TestRDTFilter(base.TestCase):
 
     def setUp(self):
         super().setUp()
         self.filt = filters.RDTFilter()
+        self.useFixture(fakes.SchedulerState())
 
     def passes(self, stats, extra_specs, **kw):
         host = fakes.host_state(stats_=stats)
@@ -140,6 +146,32 @@ class TestRDTFilter(base.TestCase):
             hosts, fakes.request_spec({'hw:mem_bw': '10',
                                        'hw:mem_bw_mbps': '1'}))))
 
+    def test_instances_placed_consume_capacity(self):
+        a = fakes.host_state('a', fakes.stats(closids=1))
+        b = fakes.host_state('b', fakes.stats(closids=1))
+        spec = fakes.request_spec({'hw:mem_bw': '10'})
+        self.assertEqual([a, b], self.filt.filter_all([a, b], spec))
+        # Nova places the first instance of the request on a...
+        placed(a)
+        # ... and the second one sees a full.
+        self.assertEqual([b], self.filt.filter_all([a, b], spec))
+        placed(b)
+        # So does the next request, until the hosts report again.
+        self.assertEqual([], self.filt.filter_all(
+            [a, b], fakes.request_spec({'hw:mem_bw': '20'})))
+        # a reports: an instance went away meanwhile.
+        a.stats = fakes.stats(closids=2)
+        self.assertEqual([a], self.filt.filter_all(
+            [a, b], fakes.request_spec({'hw:mem_bw': '20'})))
+
+    def test_plain_instances_consume_nothing_when_no_rdt_passed(self):
+        a = fakes.host_state('a', fakes.stats(closids=1))
+        plain = fakes.request_spec({})
+        self.filt.filter_all([a], plain)
+        placed(a)
+        self.assertEqual([a], self.filt.filter_all(
+            [a], fakes.request_spec({'hw:mem_bw': '10'})))
+
     def test_stats_update_is_seen(self):
         host = fakes.host_state(stats_=fakes.stats())
         spec = fakes.request_spec({'hw:mem_bw': '10'})
@@ -151,6 +183,10 @@ class TestRDTFilter(base.TestCase):
 
 
 class TestCaches(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fakes.SchedulerState())
 
     def test_request_parsed_once_per_spec(self):
         spec = fakes.request_spec({'hw:mem_bw': '10'})

@@ -22,6 +22,7 @@ class TestRDTWeigher(base.TestCase):
 
     def setUp(self):
         super().setUp()
+        self.useFixture(fakes.SchedulerState())
         self.weigher = weights.RDTWeigher()
 
     def weigh(self, hosts, extra_specs):
