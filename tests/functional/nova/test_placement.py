@@ -17,8 +17,11 @@ are not Nova's (two libvirt groups of other domains, rdt-virt-agent's
 shared group) leave 4 for instances, so 4 are reserved.
 """
 
+from unittest import mock
+
 from nova import context as nova_context
 from nova import objects
+from nova.tests.fixtures import libvirt as fakelibvirt
 
 from tests.functional.nova import base
 from tests.functional.nova import test_capacity
@@ -121,6 +124,28 @@ class RDTPlacementTest(PlacementTestBase):
         # Nothing was refused on the host: no failed build to demote it.
         self.assertEqual(0, self.computes['one'].manager.rt.stats[
             'one'].get('failed_builds', 0))
+
+    def test_restart_keeps_allocated_closids_out_of_reserved(self):
+        self.start_rdt_compute('host1')
+        self.boot(self.flavor(dict(KEYS, **{'hw:mem_bw': '10'})))
+        self.boot(self.flavor({'hw:mem_bw': '20'}))
+        self._run_periodics()
+        self.assertEqual((5, 1), self.reserved_and_used('host1'))
+        # The claims come back from the domains, which do not say whether
+        # Placement holds the CLOSID: the instances' flavors do. (libvirt
+        # gives back the XML it was given; fakelibvirt writes its own, so
+        # it returns the driver's while the compute starts.)
+        original = fakelibvirt.Domain.XMLDesc
+
+        def xml_desc(dom, flags):
+            defined = dom._connection.defined.get(dom.name())
+            return defined[-1] if defined else original(dom, flags)
+
+        with mock.patch.object(fakelibvirt.Domain, 'XMLDesc', xml_desc):
+            self.restart_compute_service('host1')
+        self.assertEqual(2, len(self.claims('host1')))
+        self._run_periodics()
+        self.assertEqual((5, 1), self.reserved_and_used('host1'))
 
     def test_flavor_whose_keys_disagree_is_refused(self):
         self.start_rdt_compute('host1')
