@@ -27,7 +27,9 @@ extra specs pass every host without any work.
 
 Stats are as old as the compute host's last resource update, so two boots
 can still race for the last CLOSID; the compute host claims under a lock at
-spawn and the loser is rescheduled to an alternate host.
+spawn and the loser is rescheduled to an alternate host. A flavor that
+requests ``resources:CUSTOM_RDT_CLOSID`` has its CLOSID counted by Placement
+atomically, so the filter leaves CLOSIDs out for it and checks the rest.
 """
 
 import logging as std_logging

@@ -432,6 +432,14 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 if instance.uuid not in self._rdt_recreating:
                     self._rdt_release(instance)
 
+    def migrate_disk_and_power_off(self, context, instance, dest, flavor,
+                                   *args, **kwargs):
+        # The source, before the instance stops: the last point where a
+        # resize can be refused with the instance still running here.
+        placement_mod.check_resize(instance, flavor)
+        return super().migrate_disk_and_power_off(context, instance, dest,
+                                                  flavor, *args, **kwargs)
+
     def finish_migration(self, context, migration, instance, *args,
                          **kwargs):
         # instance.flavor is the new flavor here; on the same host the old

@@ -81,33 +81,50 @@ def stored_closids(uuid):
     return closids_of(instance.flavor)
 
 
-def check_flavor(instance, flavor=None):
-    """Refuse a flavor whose hw: RDT and Placement keys disagree.
-
-    :raises: InstanceUnacceptable naming the keys and the fix, which Nova
-        turns into a BuildAbortException with that reason: the build fails
-        at once with that fault instead of rescheduling to hosts that would
-        all refuse it.
-    """
-    flavor = flavor or instance.flavor
+def flavor_problem(instance, flavor):
+    """Why ``flavor``'s hw: RDT and Placement keys disagree, or None."""
     specs = flavor.extra_specs or {}
     try:
         result = placement.audit(specs)
     except exception.InvalidExtraSpec as e:
-        raise nova_exception.InstanceUnacceptable(
-            instance_id=instance.uuid,
-            reason='flavor %s: %s' % (flavor.name, e.message))
+        return 'flavor %s: %s' % (flavor.name, e.message)
     if result.conflicts:
         # Short: Nova keeps 255 characters of a fault message.
         reason = 'flavor %s %s (rdt-virt flavor-audit prints the fix)' % (
             flavor.name, '; '.join(result.conflicts))
-        LOG.error('Refusing to build: the RDT extra specs of flavor %s '
-                  'disagree: %s. Fix it with: %s', flavor.name,
-                  '; '.join(result.conflicts),
+        LOG.error('The RDT extra specs of flavor %s disagree: %s. Fix it '
+                  'with: %s', flavor.name, '; '.join(result.conflicts),
                   ' && '.join(placement.fix_commands(flavor.name, result)),
                   instance=instance)
+        return reason
+    return None
+
+
+def check_flavor(instance, flavor=None):
+    """Refuse to build with a flavor whose hw: and Placement keys disagree.
+
+    :raises: InstanceUnacceptable naming the problem, which Nova turns into
+        a BuildAbortException with that reason: the build fails at once
+        with that fault instead of rescheduling to hosts that would all
+        refuse it.
+    """
+    reason = flavor_problem(instance, flavor or instance.flavor)
+    if reason:
         raise nova_exception.InstanceUnacceptable(
             instance_id=instance.uuid, reason=reason)
+
+
+def check_resize(instance, flavor):
+    """Refuse to resize to such a flavor, before the instance stops.
+
+    :raises: InstanceFaultRollback of a ResizeError: Nova keeps the
+        instance active on its host, gives the destination's allocation
+        back and records the reason as the instance's fault.
+    """
+    reason = flavor_problem(instance, flavor)
+    if reason:
+        raise nova_exception.InstanceFaultRollback(
+            inner_exception=nova_exception.ResizeError(reason=reason))
 
 
 def update_inventory(provider_tree, nodename, caps, capacity, claims,

@@ -64,11 +64,11 @@ class Capacity:
     def check(self, plan, closids=True):
         """Raise CapacityExhausted unless ``plan`` fits now.
 
-        :param closids: False to leave CLOSIDs (and the RMID of a new
-            group) out, for a request whose CLOSID Placement allocated.
+        :param closids: False to leave CLOSIDs out, for a request whose
+            CLOSID Placement allocated (it does not count RMIDs).
         """
-        if closids and self.needs_closid(plan):
-            if self.free_closids < 1:
+        if self.needs_closid(plan):
+            if closids and self.free_closids < 1:
                 raise exception.CapacityExhausted(
                     'no free CLOSID for a new resctrl control group')
             if self.free_rmids is not None and self.free_rmids < 1:

@@ -17,6 +17,12 @@ are not Nova's (two libvirt groups of other domains, rdt-virt-agent's
 shared group) leave 4 for instances, so 4 are reserved.
 """
 
+from unittest import mock
+
+from nova import context as nova_context
+from nova import objects
+from nova.tests.fixtures import libvirt as fakelibvirt
+
 from tests.functional.nova import base
 from tests.functional.nova import test_capacity
 
@@ -25,7 +31,7 @@ KEYS = {'resources:CUSTOM_RDT_CLOSID': '1',
         'trait:CUSTOM_RDT_MBA': 'required'}
 
 
-class RDTPlacementTest(base.RDTServersTestBase):
+class PlacementTestBase(base.RDTServersTestBase):
 
     def closids(self, hostname):
         """(inventory record, usage) of CUSTOM_RDT_CLOSID on a host."""
@@ -36,6 +42,9 @@ class RDTPlacementTest(base.RDTServersTestBase):
     def reserved_and_used(self, hostname):
         inv, used = self.closids(hostname)
         return inv['reserved'], used
+
+
+class RDTPlacementTest(PlacementTestBase):
 
     def test_inventory_and_usages_follow_boot_resize_delete(self):
         self.start_rdt_compute('host1')
@@ -116,6 +125,28 @@ class RDTPlacementTest(base.RDTServersTestBase):
         self.assertEqual(0, self.computes['one'].manager.rt.stats[
             'one'].get('failed_builds', 0))
 
+    def test_restart_keeps_allocated_closids_out_of_reserved(self):
+        self.start_rdt_compute('host1')
+        self.boot(self.flavor(dict(KEYS, **{'hw:mem_bw': '10'})))
+        self.boot(self.flavor({'hw:mem_bw': '20'}))
+        self._run_periodics()
+        self.assertEqual((5, 1), self.reserved_and_used('host1'))
+        # The claims come back from the domains, which do not say whether
+        # Placement holds the CLOSID: the instances' flavors do. (libvirt
+        # gives back the XML it was given; fakelibvirt writes its own, so
+        # it returns the driver's while the compute starts.)
+        original = fakelibvirt.Domain.XMLDesc
+
+        def xml_desc(dom, flags):
+            defined = dom._connection.defined.get(dom.name())
+            return defined[-1] if defined else original(dom, flags)
+
+        with mock.patch.object(fakelibvirt.Domain, 'XMLDesc', xml_desc):
+            self.restart_compute_service('host1')
+        self.assertEqual(2, len(self.claims('host1')))
+        self._run_periodics()
+        self.assertEqual((5, 1), self.reserved_and_used('host1'))
+
     def test_flavor_whose_keys_disagree_is_refused(self):
         self.start_rdt_compute('host1')
         # A CLOSID from Placement and no RDT policy to use it.
@@ -127,3 +158,39 @@ class RDTPlacementTest(base.RDTServersTestBase):
         # Refused once, not rescheduled, and the allocation is gone.
         self.assertEqual(0, self.closids('host1')[1])
         self.assertEqual({}, self.claims('host1'))
+
+
+class RDTPlacementResizeTest(PlacementTestBase):
+    """Casts stay casts: the compute host answers as a real cloud does."""
+
+    CAST_AS_CALL = False
+
+    def test_resize_to_a_flavor_whose_keys_disagree_is_refused(self):
+        self.start_rdt_compute('host1')
+        self.start_rdt_compute('host2')
+        server = self.boot(self.flavor(dict(KEYS, **{'hw:mem_bw': '10'})))
+        src = server['OS-EXT-SRV-ATTR:host']
+        dst = 'host2' if src == 'host1' else 'host1'
+        # Placement can serve this flavor, but the instance would not use
+        # its CLOSID: the source refuses it while the instance still runs.
+        stray = self.flavor({'resources:CUSTOM_RDT_CLOSID': '1'}, vcpu=4)
+        self.api.post_server_action(server['id'],
+                                    {'resize': {'flavorRef': stray}})
+        self._wait_for_action_fail_completion(server, 'resize',
+                                              'compute_resize_instance')
+        server = self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(src, server['OS-EXT-SRV-ATTR:host'])
+        fault = objects.InstanceFault.get_latest_for_instance(
+            nova_context.get_admin_context(), server['id'])
+        self.assertIn('Resize error: flavor %s requests 1 CUSTOM_RDT_CLOSID, '
+                      'no hw: key uses one' % stray_name(self, stray),
+                      fault.message)
+        # The destination's allocation went back; the source kept its own
+        # and its claim.
+        self.assertEqual(1, self.closids(src)[1])
+        self.assertEqual(0, self.closids(dst)[1])
+        self.assertEqual([server['id']], list(self.claims(src)))
+
+
+def stray_name(test, flavor_id):
+    return test.api.get_flavor(flavor_id)['name']

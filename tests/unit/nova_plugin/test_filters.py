@@ -86,9 +86,9 @@ class TestRDTFilter(base.TestCase):
         # may be older, so it does not count CLOSIDs a second time.
         specs = {'hw:mem_bw': '10', 'resources:CUSTOM_RDT_CLOSID': '1'}
         self.assertTrue(self.passes(fakes.stats(closids=0), specs))
-        self.assertTrue(self.passes(fakes.stats(closids=0, rmids=0), specs))
-        # It still checks what Placement cannot: contiguous ways and the
-        # features.
+        # It still checks what Placement does not count: the RMID of the
+        # new group, contiguous ways, the features.
+        self.assertFalse(self.passes(fakes.stats(closids=0, rmids=0), specs))
         specs = {'hw:cache_l3': '4096', 'resources:CUSTOM_RDT_CLOSID': '1'}
         self.assertTrue(self.passes(fakes.stats(closids=0,
                                                 free_ways=0b0110), specs))
