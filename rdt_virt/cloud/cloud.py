@@ -455,7 +455,7 @@ class Cloud(object):
                   'source %s/devstack/settings' % REPO]
         script += ['source %s/devstack/plugin.sh %s %s' % (REPO, a, b)
                    for a, b in phases]
-        env = self.env(
+        values = dict(
             ENABLED_SERVICES=' '.join(enabled), RDT_VIRT_HOST=host,
             RDT_VIRT_PYTHON=os.path.join(self.layout.bin, 'python'),
             RDT_VIRT_RUN_DIR=self.daemons.run_dir,
@@ -464,7 +464,9 @@ class Cloud(object):
             DATA_DIR=self.layout.path('state'),
             NOVA_CONF=self.layout.etc('nova', 'nova.conf'),
             NOVA_BIN_DIR=self.layout.bin, STACK_USER='root',
-            ENABLE_DEBUG_LOG_LEVEL='False', **settings)
+            ENABLE_DEBUG_LOG_LEVEL='False')
+        values.update(settings)
+        env = self.env(**values)
         process.run(['bash', '-c', '\n'.join(script)], env=env,
                     log=self.daemons.log_file('devstack-plugin-' + host))
 

@@ -246,6 +246,7 @@ def ceilometer(layout, host=None):
     """ceilometer.conf: the notification agent's, or a compute host's."""
     name = 'ceilometer-%s' % (host or 'notification')
     path = layout.etc('ceilometer', name + '.conf')
+    os.makedirs(layout.etc('ceilometer'), exist_ok=True)
     _, auth = _authtoken(layout, 'ceilometer')
     conf = _common(layout, name)
     conf['DEFAULT'].update({'host': host or 'controller'})
@@ -275,6 +276,5 @@ def ceilometer(layout, host=None):
                     '      - gnocchi://?archive_policy=ceilometer-low'
                     '&filter_project=service&resources_definition_file=%s\n'
                     % layout.etc('ceilometer', 'gnocchi_resources.yaml'))
-    os.makedirs(layout.etc('ceilometer'), exist_ok=True)
     ini.set_many(path, conf)
     return path
