@@ -392,7 +392,7 @@ class Cloud(object):
         plugin = dict(
             NOVA_CPU_CONF=nova_cpu, CEILOMETER_CONF=ceilo,
             RDT_VIRT_EMULATE='True', RDT_VIRT_EMULATED_PROFILE=profile,
-            RDT_VIRT_SANDBOX_DIR=sandbox,
+            RDT_VIRT_SANDBOX_DIR=sandbox, RDT_VIRT_SANDBOX_HOSTNAME=host,
             RDT_VIRT_CONF_DIR=self.host_dir(host, 'etc'),
             RDT_VIRT_STATE_FILE=state_file,
             RDT_VIRT_CEILOMETER_POLLING=self.layout.etc(
@@ -412,8 +412,7 @@ class Cloud(object):
         ini.iniset(ceilo, 'DEFAULT', 'libvirt_uri', uri)
         tool = self.layout.tool('nova-compute')
         self.daemons.start('%s-nova-compute' % host, [
-            tool, '--config-file', self.layout.etc('nova', 'nova.conf'),
-            '--config-file', nova_cpu], env=self.env(), marker=nova_cpu)
+            tool, '--config-file', nova_cpu], env=self.env(), marker=nova_cpu)
         tool = self.layout.tool('ceilometer-polling')
         self.daemons.start('%s-ceilometer-polling' % host, [
             tool, '--polling-namespaces', 'compute', '--config-file', ceilo],

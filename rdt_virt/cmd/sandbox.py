@@ -107,6 +107,10 @@ def main(argv=None):
         cmd.add_argument('--profile', default='reference',
                          choices=sorted(profiles.PROFILES),
                          help='emulated hardware (default %(default)s)')
+        cmd.add_argument('--hostname', help='host name inside the sandbox '
+                         '(its own UTS namespace), which libvirt reports and '
+                         'Nova names its node after (default: the '
+                         "machine's)")
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
@@ -139,7 +143,8 @@ def main(argv=None):
         return 0
 
     sb = launcher.Sandbox(args.dir, getattr(args, 'profile', 'reference'),
-                          getattr(args, 'cache_dir', None))
+                          getattr(args, 'cache_dir', None),
+                          getattr(args, 'hostname', None))
     try:
         if args.command in ('start', 'run'):
             sb.start()

@@ -56,8 +56,13 @@ class Sandbox(object):
         capability cache (optional).
     """
 
-    def __init__(self, directory, profile='reference', cache_dir=None):
+    def __init__(self, directory, profile='reference', cache_dir=None,
+                 hostname=None):
         self.paths = layout.Paths(directory, cache_dir)
+        # Its own host name (UTS namespace): two sandboxes on one machine
+        # are two hypervisors to Nova, which names nodes after libvirt's
+        # host name.
+        self.hostname = hostname
         self.profile = profiles.get_profile(profile).name
         self.info = layout.read_ready(self.paths)
 
@@ -133,10 +138,13 @@ class Sandbox(object):
             raise SandboxError('the emulated resctrl did not start: %s' % e)
         with open(self.paths.emulator_pid, 'w') as f:
             f.write('%d\n' % handle.pid)
-        cmd = ['unshare', '--mount', '--propagation', 'private',
-               sys.executable, '-m', 'rdt_virt.sandbox.namespace',
-               '--dir', self.paths.base, '--profile', self.profile,
-               '--resctrl', self.paths.resctrl]
+        cmd = ['unshare', '--mount', '--propagation', 'private'] + (
+            ['--uts'] if self.hostname else []) + [
+            sys.executable, '-m', 'rdt_virt.sandbox.namespace',
+            '--dir', self.paths.base, '--profile', self.profile,
+            '--resctrl', self.paths.resctrl]
+        if self.hostname:
+            cmd += ['--hostname', self.hostname]
         if self.paths.cache_dir:
             os.makedirs(self.paths.cache_dir, exist_ok=True)
             cmd += ['--cache-dir', self.paths.cache_dir]
