@@ -240,8 +240,9 @@ class Cloud(object):
             '--virtualenv', self.layout.venv, '--chdir', '/',
             '--module', '%s:application' % module,
             '--add-header', 'Connection: close',
+            # Glance's image uploads arrive chunked.
             '--buffer-size', '65535', '--http-chunked-input',
-            '--http-raw-body', '--chunked-input-limit', '4096000',
+            '--chunked-input-limit', '4096000',
             '--hook-master-start', 'unix_signal:15 gracefully_kill_them_all',
             '--thunder-lock'], env=self.env(**env), marker=module)
         self.daemons.wait_port(name, self.layout.ports[port_key],
