@@ -158,7 +158,11 @@ function start_rdt_virt_sandbox {
     fi
     # nova-compute talks to the sandbox's libvirtd; the host's own stays
     # untouched.
-    run_process rdt-virt-sandbox "$NOVA_BIN_DIR/rdt-virt-sandbox run --dir $RDT_VIRT_SANDBOX_DIR --profile $RDT_VIRT_EMULATED_PROFILE" "" root
+    local cmd="$NOVA_BIN_DIR/rdt-virt-sandbox run --dir $RDT_VIRT_SANDBOX_DIR --profile $RDT_VIRT_EMULATED_PROFILE"
+    if [[ -n "$RDT_VIRT_SANDBOX_HOSTNAME" ]]; then
+        cmd="$cmd --hostname $RDT_VIRT_SANDBOX_HOSTNAME"
+    fi
+    run_process rdt-virt-sandbox "$cmd" "" root
     local _
     for _ in $(seq 1 120); do
         if sudo "$NOVA_BIN_DIR/rdt-virt-sandbox" status --dir "$RDT_VIRT_SANDBOX_DIR" >/dev/null; then

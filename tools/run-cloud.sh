@@ -17,23 +17,8 @@ cd "$(dirname "$0")/.."
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh
 
-missing=$(.tox/bootstrap/bin/bindep -b cloud || true)
-if [ -n "$missing" ]; then
-    echo "Installing system packages: ${missing//$'\n'/ }"
-    # Debian's packages start their daemons on install (RabbitMQ on every
-    # address): the cloud runs its own, on loopback.
-    created=
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-        chmod 755 /usr/sbin/policy-rc.d
-        created=1
-    fi
-    # shellcheck disable=SC2086  # one package a word
-    apt-get install -y -q --no-install-recommends $missing
-    if [ -n "$created" ]; then
-        rm -f /usr/sbin/policy-rc.d
-    fi
-fi
+# shellcheck source=tools/cloud-packages.sh
+source tools/cloud-packages.sh
 
 "$TOX" -q -e gnocchi,cloud --notest
 dir=${RDT_VIRT_CLOUD_DIR:-/var/lib/rdt-virt/cloud}

@@ -240,8 +240,9 @@ class Cloud(object):
             '--virtualenv', self.layout.venv, '--chdir', '/',
             '--module', '%s:application' % module,
             '--add-header', 'Connection: close',
+            # Glance's image uploads arrive chunked.
             '--buffer-size', '65535', '--http-chunked-input',
-            '--http-raw-body', '--chunked-input-limit', '4096000',
+            '--chunked-input-limit', '4096000',
             '--hook-master-start', 'unix_signal:15 gracefully_kill_them_all',
             '--thunder-lock'], env=self.env(**env), marker=module)
         self.daemons.wait_port(name, self.layout.ports[port_key],
@@ -392,7 +393,7 @@ class Cloud(object):
         plugin = dict(
             NOVA_CPU_CONF=nova_cpu, CEILOMETER_CONF=ceilo,
             RDT_VIRT_EMULATE='True', RDT_VIRT_EMULATED_PROFILE=profile,
-            RDT_VIRT_SANDBOX_DIR=sandbox,
+            RDT_VIRT_SANDBOX_DIR=sandbox, RDT_VIRT_SANDBOX_HOSTNAME=host,
             RDT_VIRT_CONF_DIR=self.host_dir(host, 'etc'),
             RDT_VIRT_STATE_FILE=state_file,
             RDT_VIRT_CEILOMETER_POLLING=self.layout.etc(
@@ -412,8 +413,7 @@ class Cloud(object):
         ini.iniset(ceilo, 'DEFAULT', 'libvirt_uri', uri)
         tool = self.layout.tool('nova-compute')
         self.daemons.start('%s-nova-compute' % host, [
-            tool, '--config-file', self.layout.etc('nova', 'nova.conf'),
-            '--config-file', nova_cpu], env=self.env(), marker=nova_cpu)
+            tool, '--config-file', nova_cpu], env=self.env(), marker=nova_cpu)
         tool = self.layout.tool('ceilometer-polling')
         self.daemons.start('%s-ceilometer-polling' % host, [
             tool, '--polling-namespaces', 'compute', '--config-file', ceilo],
@@ -455,7 +455,7 @@ class Cloud(object):
                   'source %s/devstack/settings' % REPO]
         script += ['source %s/devstack/plugin.sh %s %s' % (REPO, a, b)
                    for a, b in phases]
-        env = self.env(
+        values = dict(
             ENABLED_SERVICES=' '.join(enabled), RDT_VIRT_HOST=host,
             RDT_VIRT_PYTHON=os.path.join(self.layout.bin, 'python'),
             RDT_VIRT_RUN_DIR=self.daemons.run_dir,
@@ -464,7 +464,9 @@ class Cloud(object):
             DATA_DIR=self.layout.path('state'),
             NOVA_CONF=self.layout.etc('nova', 'nova.conf'),
             NOVA_BIN_DIR=self.layout.bin, STACK_USER='root',
-            ENABLE_DEBUG_LOG_LEVEL='False', **settings)
+            ENABLE_DEBUG_LOG_LEVEL='False')
+        values.update(settings)
+        env = self.env(**values)
         process.run(['bash', '-c', '\n'.join(script)], env=env,
                     log=self.daemons.log_file('devstack-plugin-' + host))
 

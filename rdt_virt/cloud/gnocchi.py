@@ -81,6 +81,15 @@ class Gnocchi(object):
 
     def start(self, timeout=180):
         venv = os.path.dirname(self.bin_dir)
+        # Gnocchi's keystonemiddleware filter reads its options from the
+        # project's default files only (~/.gnocchi/gnocchi.conf,
+        # /etc/gnocchi/...), not from --config-file: give the API a home
+        # whose default file is this one.
+        home = os.path.join(os.path.dirname(self.conf_file), 'home')
+        os.makedirs(os.path.join(home, '.gnocchi'), exist_ok=True)
+        link = os.path.join(home, '.gnocchi', 'gnocchi.conf')
+        if not os.path.lexists(link):
+            os.symlink(self.conf_file, link)
         self.daemons.start(API, [
             self._bin('uwsgi'), '--http-socket', '127.0.0.1:%d' % self.port,
             '--master', '--die-on-term', '--enable-threads',
@@ -91,7 +100,7 @@ class Gnocchi(object):
             # tell the clients, or they reuse it and see it reset.
             '--add-header', 'Connection: close',
             '--pyargv', '--config-file %s' % self.conf_file],
-            marker='gnocchi.rest.wsgi')
+            env=dict(os.environ, HOME=home), marker='gnocchi.rest.wsgi')
         self.daemons.start(METRICD, [
             self._bin('gnocchi-metricd'), '--config-file', self.conf_file],
             marker='gnocchi-metricd')

@@ -112,6 +112,14 @@ def iniadd(path, section, option, value):
         set_values(path, section, option, values + [value])
 
 
+def remove_section(path, section):
+    lines = _read(path)
+    span = _span(lines, section)
+    if span:
+        del lines[span[0] - 1:span[1]]
+        _write(path, lines)
+
+
 def set_many(path, sections):
     """``{section: {option: value or [values]}}`` with iniset."""
     for section, options in sections.items():

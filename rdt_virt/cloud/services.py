@@ -217,10 +217,18 @@ def nova(layout):
 
 
 def nova_compute(layout, host, sandbox_dir):
-    """nova-cpu-<host>.conf, read after nova.conf by that nova-compute."""
+    """nova-cpu-<host>.conf: nova.conf without database access, and more.
+
+    As DevStack's nova-cpu.conf: nova-compute reaches the databases through
+    the conductor only (with database URLs it would query every cell).
+    """
     path = layout.etc('nova', 'nova-cpu-%s.conf' % host)
-    helper = '%s --config-file %s --config-file %s' % (
-        layout.tool('privsep-helper'), layout.etc('nova', 'nova.conf'), path)
+    shutil.copy(layout.etc('nova', 'nova.conf'), path)
+    for section in ('database', 'api_database'):
+        ini.remove_section(path, section)
+    os.makedirs(layout.path('state', host), exist_ok=True)
+    os.makedirs(layout.path('state', 'instances'), exist_ok=True)
+    helper = '%s --config-file %s' % (layout.tool('privsep-helper'), path)
     ini.set_many(path, {
         'DEFAULT': {'host': host,
                     'state_path': layout.path('state', host),
@@ -246,6 +254,7 @@ def ceilometer(layout, host=None):
     """ceilometer.conf: the notification agent's, or a compute host's."""
     name = 'ceilometer-%s' % (host or 'notification')
     path = layout.etc('ceilometer', name + '.conf')
+    os.makedirs(layout.etc('ceilometer'), exist_ok=True)
     _, auth = _authtoken(layout, 'ceilometer')
     conf = _common(layout, name)
     conf['DEFAULT'].update({'host': host or 'controller'})
@@ -275,6 +284,5 @@ def ceilometer(layout, host=None):
                     '      - gnocchi://?archive_policy=ceilometer-low'
                     '&filter_project=service&resources_definition_file=%s\n'
                     % layout.etc('ceilometer', 'gnocchi_resources.yaml'))
-    os.makedirs(layout.etc('ceilometer'), exist_ok=True)
     ini.set_many(path, conf)
     return path

@@ -132,6 +132,10 @@ def main(argv=None):
         cmd.add_argument('--cmdline', metavar='TEXT',
                          help='emulated kernel command line (default: the '
                               'profile\'s, e.g. rdt=l3cat for reference)')
+        cmd.add_argument('--hostname', help='host name inside the sandbox '
+                         '(its own UTS namespace), which libvirt reports and '
+                         'Nova names its node after (default: the '
+                         "machine's)")
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
@@ -177,7 +181,8 @@ def main(argv=None):
                               kernel=getattr(args, 'kernel', None),
                               cmdline=getattr(args, 'cmdline', None),
                               mba_effect=getattr(args, 'mba_effect', True),
-                              from_tree=getattr(args, 'from_tree', None))
+                              from_tree=getattr(args, 'from_tree', None),
+                              hostname=getattr(args, 'hostname', None))
     except (kernels.UnknownKernel, fromtree.TreeError) as e:
         print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
         return 2

@@ -67,8 +67,13 @@ class Sandbox(object):
     """
 
     def __init__(self, directory, profile='reference', cache_dir=None,
-                 kernel=None, cmdline=None, from_tree=None, mba_effect=True):
+                 kernel=None, cmdline=None, from_tree=None, mba_effect=True,
+                 hostname=None):
         self.paths = layout.Paths(directory, cache_dir)
+        # Its own host name (UTS namespace): two sandboxes on one machine
+        # are two hypervisors to Nova, which names nodes after libvirt's
+        # host name.
+        self.hostname = hostname
         self.from_tree = from_tree and os.path.abspath(from_tree)
         if self.from_tree:
             self.profile = fromtree.load(self.from_tree).name
@@ -155,10 +160,13 @@ class Sandbox(object):
             raise SandboxError('the emulated resctrl did not start: %s' % e)
         with open(self.paths.emulator_pid, 'w') as f:
             f.write('%d\n' % handle.pid)
-        cmd = ['unshare', '--mount', '--propagation', 'private',
-               sys.executable, '-m', 'rdt_virt.sandbox.namespace',
-               '--dir', self.paths.base, '--profile', self.profile,
-               '--resctrl', self.paths.resctrl]
+        cmd = ['unshare', '--mount', '--propagation', 'private'] + (
+            ['--uts'] if self.hostname else []) + [
+            sys.executable, '-m', 'rdt_virt.sandbox.namespace',
+            '--dir', self.paths.base, '--profile', self.profile,
+            '--resctrl', self.paths.resctrl]
+        if self.hostname:
+            cmd += ['--hostname', self.hostname]
         if self.from_tree:
             cmd += ['--from-tree', self.from_tree]
         if self.paths.cache_dir:

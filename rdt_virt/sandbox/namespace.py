@@ -25,6 +25,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -208,6 +209,8 @@ def main(argv=None):
     parser.add_argument('--cache-dir')
     parser.add_argument('--resctrl', required=True,
                         help='the emulated resctrl, mounted outside')
+    parser.add_argument('--hostname', help='host name inside (needs a UTS '
+                        'namespace): what libvirt, and so Nova, report')
     args = parser.parse_args(argv)
     paths = layout.Paths(args.dir, args.cache_dir)
     if args.from_tree:
@@ -219,6 +222,8 @@ def main(argv=None):
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))
     ident = None
     try:
+        if args.hostname:
+            socket.sethostname(args.hostname)
         mount_sys_fs(paths)
         ident = layout.write_marker()
         _run('mount', '--bind', args.resctrl, RESCTRL)

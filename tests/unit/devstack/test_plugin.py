@@ -204,6 +204,13 @@ class TestDevStackPlugin(base.TestCase):
                            self.bin, sandbox_dir), '', 'root'), calls)
         self.assertIn(('rdt-virt-sandbox', 'status --dir %s' % sandbox_dir),
                       calls)
+        # Its own host name, for several emulated hosts on one machine.
+        env['RDT_VIRT_SANDBOX_HOSTNAME'] = 'compute2'
+        calls = self.run_plugin(services, phases=PHASES[1:2], **env)
+        self.assertIn(('run_process', SANDBOX,
+                       '%s/rdt-virt-sandbox run --dir %s --profile cdp '
+                       '--hostname compute2' % (self.bin, sandbox_dir), '',
+                       'root'), calls)
 
         calls = self.run_plugin(services, phases=PHASES[3:4], **env)
         self.assertEqual([('stop_process', 'rdt-virt-agent'),

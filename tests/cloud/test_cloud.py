@@ -1,0 +1,110 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The operator's flow on a real cloud (``rdt-virt-sandbox cloud``).
+
+The class brings the cloud up once (MariaDB, RabbitMQ, Keystone,
+Placement, Glance, Neutron, Nova, Gnocchi, Ceilometer, two emulated RDT
+hosts), each test runs one step of the flow in order (names sort in flow
+order) and checks what a user checks: server states, Placement usages and
+traits, resctrl groups and their tasks, Gnocchi measures. Needs root,
+/dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
+(``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); run with
+``tox -e cloud``.
+"""
+
+import os
+import shutil
+import tempfile
+
+import testtools
+
+from rdt_virt.cloud import cloud as cloud_mod
+from rdt_virt.cloud import flow as flow_mod
+from rdt_virt.sandbox import launcher
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
+
+class TestCloud(testtools.TestCase):
+
+    transcript = []
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.skip = launcher.missing_prerequisites()
+        gnocchi = os.environ.get('RDT_VIRT_GNOCCHI_BIN') or os.path.join(
+            REPO, '.tox', 'gnocchi', 'bin')
+        if not os.path.exists(os.path.join(gnocchi, 'gnocchi-metricd')):
+            cls.skip.append('Gnocchi is not installed (tox -e gnocchi)')
+        if cls.skip:
+            return
+        # Short: the sandboxes' libvirt sockets live below it.
+        cls.dir = tempfile.mkdtemp(prefix='rdt-cloud-', dir='/var/tmp')
+        cls.cloud = cloud_mod.Cloud(cls.dir, gnocchi_bin=gnocchi,
+                                    log=cls.transcript.append)
+        try:
+            cls.cloud.up()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+        cls.flow = flow_mod.Flow(cls.cloud, out=cls.transcript.append)
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, 'cloud', None):
+            logs = os.environ.get('RDT_VIRT_CLOUD_LOGS')
+            if logs:
+                shutil.copytree(cls.cloud.daemons.log_dir, logs,
+                                dirs_exist_ok=True)
+            cls.cloud.down()
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        if self.skip:
+            self.skipTest('; '.join(self.skip))
+        self.mark = len(self.transcript)
+
+    def run_step(self, fn):
+        try:
+            fn()
+        finally:
+            self.addDetail('transcript', testtools.content.text_content(
+                '\n'.join(self.transcript[self.mark:])))
+
+    def test_1_cloud_is_up(self):
+        rows = self.cloud.status()
+        self.assertTrue(rows)
+        self.assertEqual([], [r for r in rows if r[2] != 'up'])
+        self.assertRaises(cloud_mod.CloudError, self.cloud.up)
+
+    def test_2_flavors_images_and_bad_input(self):
+        self.run_step(self.flow.flavors_and_images)
+        self.run_step(self.flow.bad_input)
+
+    def test_3_boot_and_placement(self):
+        self.run_step(self.flow.boot)
+        self.run_step(self.flow.placement)
+
+    def test_4_resctrl_groups(self):
+        self.run_step(self.flow.resctrl)
+
+    def test_5_gnocchi_measures(self):
+        self.run_step(self.flow.gnocchi)
+
+    def test_6_resize_rebuild_migrate(self):
+        self.run_step(self.flow.lifecycle)
+
+    def test_7_delete_all(self):
+        self.run_step(self.flow.delete_all)

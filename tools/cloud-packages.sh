@@ -1,0 +1,21 @@
+#!/bin/bash
+# Install the system packages of bindep's "cloud" profile (MariaDB,
+# RabbitMQ, PostgreSQL, qemu-utils) without starting Debian's own MariaDB
+# or RabbitMQ: the test cloud runs its own, on loopback. Sourced after
+# tools/bootstrap.sh by run-cloud.sh and run-tests.sh.
+
+cloud_missing=$(.tox/bootstrap/bin/bindep -b cloud || true)
+if [ -n "$cloud_missing" ]; then
+    echo "Installing system packages: ${cloud_missing//$'\n'/ }"
+    cloud_rcd=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        cloud_rcd=1
+    fi
+    # shellcheck disable=SC2086  # one package a word
+    apt-get install -y -q --no-install-recommends $cloud_missing
+    if [ -n "$cloud_rcd" ]; then
+        rm -f /usr/sbin/policy-rc.d
+    fi
+fi
