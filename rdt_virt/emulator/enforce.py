@@ -213,8 +213,15 @@ class _Backend(object):
             pass
         except OSError as e:
             raise CgroupError('mkdir %s: %s' % (path, e.strerror))
-        self.prepare(path)
-        self.set_share(path, share)
+        try:
+            self.prepare(path)
+            self.set_share(path, share)
+        except CgroupError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            raise
         return path
 
     def attach(self, cgroup_dir, tid):
@@ -378,7 +385,14 @@ class Enforcer(object):
             home = place.home if place else os.path.dirname(current)
         path = self.backend.create(self.backend.parent_for(home), name,
                                    share)
-        self.backend.attach(path, tid)
+        try:
+            self.backend.attach(path, tid)
+        except CgroupError:
+            # Typically the thread exited meanwhile: its cgroup must not
+            # outlive it.
+            if not place or place.path != path:
+                self._remove(path)
+            raise
         if place and place.path != path:
             self._remove(place.path)
         self.placements[tid] = _Placement(home, path, share)

@@ -141,8 +141,12 @@ class FakeCgroups(object):
 
         class Backend(cls):
             busy = set()
+            gone = set()
 
             def attach(self, cgroup_dir, tid):
+                if tid in self.gone:
+                    raise enforce.CgroupError('writing %d: No such process'
+                                              % tid)
                 super().attach(cgroup_dir, tid)
                 fake.place(tid, '/' + os.path.relpath(cgroup_dir, fake.mount))
 
@@ -260,6 +264,14 @@ class EnforcerV1Test(EnforcerTestCase):
         self.enforcer.backend.busy.clear()
         self.enforcer.release_all()
         self.assertFalse(self.fs.exists(other))
+
+    def test_a_thread_that_exits_while_placed_leaves_no_cgroup(self):
+        self.write('/g1/schemata', 'MB:0=10;1=10\n')
+        self.write('/g1/tasks', '100')
+        self.enforcer.backend.gone.add(100)
+        self.enforcer.apply()
+        self.assertFalse(self.fs.exists(self.ours(100, '/machine')))
+        self.assertEqual({}, self.enforcer.placements)
 
     def test_a_thread_moved_away_is_placed_again(self):
         self.write('/g1/schemata', 'MB:0=10;1=10\n')
