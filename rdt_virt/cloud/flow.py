@@ -133,8 +133,13 @@ class Flow(object):
                     '-c', 'size')
 
     def bad_input(self):
-        rc, text = self.os('flavor', 'set', '--property', 'hw:mem_bw=0',
-                           'rdt.noisy', check=False)
+        # Nova validates extra specs only from microversion 2.86, and
+        # openstackclient sends flavor changes at an older one unless told
+        # (OS_COMPUTE_API_VERSION=2.latest is not enough): without the
+        # option hw:mem_bw=0 is stored.
+        rc, text = self.os('--os-compute-api-version', '2.86', 'flavor',
+                           'set', '--property', 'hw:mem_bw=0', 'rdt.noisy',
+                           check=False)
         self.expect(rc != 0 and 'HTTP 400' in text,
                     'hw:mem_bw=0 is refused with HTTP 400')
         flavor = self.os('flavor', 'show', 'rdt.noisy', parse=True,
