@@ -140,8 +140,9 @@ class Flow(object):
         rc, text = self.os('--os-compute-api-version', '2.86', 'flavor',
                            'set', '--property', 'hw:mem_bw=0', 'rdt.noisy',
                            check=False)
-        self.expect(rc != 0 and 'HTTP 400' in text,
-                    'hw:mem_bw=0 is refused with HTTP 400')
+        self.expect(rc != 0 and '400' in text and
+                    'not a valid value for hw:mem_bw' in text,
+                    'hw:mem_bw=0 is refused with HTTP 400 and the reason')
         flavor = self.os('flavor', 'show', 'rdt.noisy', parse=True,
                          show=False)
         self.expect(flavor['properties'].get('hw:mem_bw') == '10',
