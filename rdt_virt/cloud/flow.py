@@ -133,10 +133,16 @@ class Flow(object):
                     '-c', 'size')
 
     def bad_input(self):
-        rc, text = self.os('flavor', 'set', '--property', 'hw:mem_bw=0',
-                           'rdt.noisy', check=False)
-        self.expect(rc != 0 and 'HTTP 400' in text,
-                    'hw:mem_bw=0 is refused with HTTP 400')
+        # Nova validates extra specs only from microversion 2.86, and
+        # openstackclient sends flavor changes at an older one unless told
+        # (OS_COMPUTE_API_VERSION=2.latest is not enough): without the
+        # option hw:mem_bw=0 is stored.
+        rc, text = self.os('--os-compute-api-version', '2.86', 'flavor',
+                           'set', '--property', 'hw:mem_bw=0', 'rdt.noisy',
+                           check=False)
+        self.expect(rc != 0 and '400' in text and
+                    'not a valid value for hw:mem_bw' in text,
+                    'hw:mem_bw=0 is refused with HTTP 400 and the reason')
         flavor = self.os('flavor', 'show', 'rdt.noisy', parse=True,
                          show=False)
         self.expect(flavor['properties'].get('hw:mem_bw') == '10',

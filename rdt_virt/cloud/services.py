@@ -169,7 +169,11 @@ def neutron(layout):
                 'mechanism_drivers': '', 'extension_drivers': ''},
         'ml2_type_flat': {'flat_networks': 'physnet1'},
     })
+    paste = layout.etc('neutron', 'api-paste.ini')
+    conf['DEFAULT']['api_paste_config'] = paste
     ini.set_many(path, conf)
+    shutil.copy(os.path.join(layout.venv, 'etc', 'neutron',
+                             'api-paste.ini'), paste)
     return path
 
 
