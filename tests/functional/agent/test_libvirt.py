@@ -162,6 +162,9 @@ class TestLibvirt(LibvirtAgentTestCase):
         self.assertEqual(lv, doc['instances'][e.UUIDString()]['counters'])
 
     def test_event_fast_path(self):
+        # Ticks far apart: only the event can place the domain in time.
+        self.flags(tick_interval=60.0, group='rdt_agent')
+        self.agent = agent_cmd.build_agent(CONF)
         self.run_agent()
         wait(lambda: self.agent.last_tick.wall, what='the first tick')
         dom = self.boot(30, vcpus=4)

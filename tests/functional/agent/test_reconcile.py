@@ -185,8 +185,14 @@ class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
         self.agent.handle(domains.Event(domains.CHANGED, a,
                                         time.monotonic()))
         self.assertPlaced(a, None)
-        self.assertEqual([], [e for e in self.mutations(seq)
-                              if e['result'] != 'ok'])
+        refused = [e for e in self.mutations(seq) if e['result'] != 'ok']
+        if not kernels.get_kernel(self.kernel).has('mon_rename'):
+            # Before 6.5 the agent's one rename attempt is refused (EPERM)
+            # and it re-creates the monitoring group instead.
+            self.assertEqual([('rename', 'EPERM')],
+                             [(e['op'], e['result']) for e in refused])
+            refused = []
+        self.assertEqual([], refused)
 
     def test_unreadable_tasks_skip_the_tick_without_a_traceback(self):
         a = self.boot(base.shared(10))
