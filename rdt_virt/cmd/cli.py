@@ -42,8 +42,8 @@ from rdt_virt.cmd import flavor_audit
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.resctrl import capture
-from rdt_virt.resctrl import cpu_quirks
 from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import quirks
 from rdt_virt.resctrl import schemata as schemata_mod
 
 CONF = rdt_conf.CONF
@@ -122,7 +122,7 @@ def capabilities_doc(rc, proc='/proc'):
                           'events': sorted(caps.monitor.features),
                           'domains': list(caps.monitor.domain_ids)}
     # Features the kernel turned off on this CPU, and how to get them.
-    doc['notes'] = cpu_quirks.notes(
+    doc['notes'] = quirks.notes(
         caps.features, _read_text(os.path.join(proc, 'cpuinfo')),
         _read_text(os.path.join(proc, 'cmdline')))
     return doc

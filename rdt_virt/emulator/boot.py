@@ -27,42 +27,27 @@ The ``rdt=`` boot option takes a comma-separated list of ``cmt``,
 ``mba``, ``smba``, ``bmec``; ``!name`` turns one off, ``name`` forces one
 on. Forcing on wins over a quirk and over ``!``, but never enables what
 CPUID lacks. :func:`apply` gives the profile the kernel presents for a
-CPU and command line.
+CPU and command line. The rules themselves are the library's
+(:mod:`rdt_virt.resctrl.quirks`), which also explains them to operators.
 """
 
 import dataclasses
 
+from rdt_virt.resctrl import quirks as rules
+
 OPTIONS = ('cmt', 'mbmtotal', 'mbmlocal', 'l3cat', 'l3cdp', 'l2cat',
            'l2cdp', 'mba', 'smba', 'bmec')
-
-INTEL = 'GenuineIntel'
-SKYLAKE_X = 0x55
 
 
 def parse_rdt_option(cmdline):
     """``(forced_on, forced_off)`` from a kernel command line."""
-    on, off = set(), set()
-    for word in (cmdline or '').split():
-        key, eq, value = word.partition('=')
-        if key != 'rdt' or not eq:
-            continue
-        for tok in value.split(','):
-            name = tok[1:] if tok.startswith('!') else tok
-            if name in OPTIONS:
-                (off if tok.startswith('!') else on).add(name)
-    return on, off
+    on, off = rules.parse_rdt_option(cmdline)
+    return on & set(OPTIONS), off & set(OPTIONS)
 
 
 def quirks(cpu):
     """``(options turned off, reason)`` for a CPU (None: no quirk)."""
-    if cpu is None or cpu.vendor != INTEL or cpu.family != 6:
-        return set(), None
-    if cpu.model == SKYLAKE_X:
-        if cpu.stepping <= 4:
-            return ({'cmt', 'mbmtotal', 'mbmlocal', 'l3cat'},
-                    'Skylake-X stepping <= 4')
-        return {'l3cat'}, 'Skylake-X/Cascade Lake stepping > 4'
-    return set(), None
+    return rules.model_quirks(cpu)
 
 
 def enabled(option, cpu, cmdline):

@@ -88,14 +88,15 @@ def parse_rdt_option(cmdline):
 
 def model_quirks(cpu):
     """``({option}, description)`` the kernel turns off for this CPU."""
-    if cpu.vendor != 'GenuineIntel' or cpu.family != 6:
+    if cpu is None or cpu.vendor != 'GenuineIntel' or cpu.family != 6:
         return set(), None
     if cpu.model == _SKYLAKE_X and cpu.stepping is not None:
         if cpu.stepping <= 4:
             return ({'l3cat', 'cmt', 'mbmtotal', 'mbmlocal'},
-                    'Skylake-X stepping %d' % cpu.stepping)
-        return {'l3cat'}, ('Skylake-X/Cascade Lake/Cooper Lake stepping %d'
-                           % cpu.stepping)
+                    'Skylake-SP (family 6 model 85 stepping %d)'
+                    % cpu.stepping)
+        return {'l3cat'}, ('Cascade Lake/Cooper Lake (family 6 model 85 '
+                           'stepping %d)' % cpu.stepping)
     return set(), None
 
 
@@ -140,3 +141,26 @@ def read_host(proc='/proc'):
         except OSError:
             return ''
     return parse_cpuinfo(read('cpuinfo')), read('cmdline').strip()
+
+
+# resctrl's names (``info/`` and mon_data) of what a model quirk turns off.
+RESCTRL_NAMES = collections.OrderedDict([
+    ('l3cat', 'L3_CAT'), ('cmt', 'CMT'), ('mbmtotal', 'MBM_TOTAL'),
+    ('mbmlocal', 'MBM_LOCAL')])
+
+
+def notes(features, cpuinfo, cmdline):
+    """Why features a model quirk turned off are missing from resctrl.
+
+    :param features: the resctrl feature names the host shows.
+    :param cpuinfo: text of ``/proc/cpuinfo``.
+    :param cmdline: text of ``/proc/cmdline``.
+    :returns: one sentence per missing feature, with the boot option.
+    """
+    quirked, model = model_quirks(parse_cpuinfo(cpuinfo))
+    forced, _off = parse_rdt_option(cmdline)
+    return ['Linux turns %s off on %s; boot with rdt=%s to turn it on'
+            % (name, model, option)
+            for option, name in RESCTRL_NAMES.items()
+            if option in quirked and option not in forced and
+            name not in features]

@@ -71,3 +71,35 @@ class QuirksTest(base.TestCase):
         self.assertEqual(7, cpu.stepping)
         self.assertEqual(('', None, None, None), quirks.read_host(
             os.path.join(proc, 'nope'))[0][:4])
+
+
+class TestNotes(base.TestCase):
+
+    def features(self, text, cmdline=''):
+        notes = quirks.notes(set(), text, cmdline)
+        return [n for n in quirks.RESCTRL_NAMES.values()
+                if any(note.startswith('Linux turns %s off' % n)
+                       for note in notes)]
+
+    def test_table(self):
+        for info, cmdline, expected in [
+                (cpuinfo(stepping=7), '', ['L3_CAT']),        # Cascade
+                (cpuinfo(stepping=11), '', ['L3_CAT']),       # Cooper
+                (cpuinfo(stepping=4), '',
+                 ['L3_CAT', 'CMT', 'MBM_TOTAL', 'MBM_LOCAL']),
+                (cpuinfo(stepping=7), 'ro rdt=l3cat', []),
+                (cpuinfo(stepping=4), 'rdt=l3cat,cmt',
+                 ['MBM_TOTAL', 'MBM_LOCAL']),
+                (cpuinfo(stepping=7), 'rdt=!l3cat', ['L3_CAT']),
+                (cpuinfo(model=106, stepping=6), '', []),     # Ice Lake
+                (cpuinfo('AuthenticAMD', 25, 1, 1), '', []),
+                ('garbage', '', [])]:
+            self.assertEqual(expected, self.features(info, cmdline),
+                             (info, cmdline))
+
+    def test_notes_only_for_missing_features(self):
+        text = cpuinfo(stepping=7)
+        self.assertEqual([], quirks.notes({'L3_CAT', 'MBA'}, text, ''))
+        notes = quirks.notes({'MBA'}, text, '')
+        self.assertEqual(1, len(notes))
+        self.assertIn('rdt=l3cat', notes[0])
