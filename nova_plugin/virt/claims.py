@@ -32,18 +32,12 @@ import dataclasses
 import threading
 
 from rdt_virt import exception
+from rdt_virt.libvirt import machine as machine_mod
 from rdt_virt.policy import groups as groups_mod
 from rdt_virt.resctrl import bitmask
 
-# libvirt 9 names the resctrl group of a <cachetune>/<memorytune>
-# <machine name>-<allocation id>: the machine name is qemu-<domain id>-<the
-# domain name's [A-Za-z0-9.-] characters> (virDomainDriverGenerateMachineName,
-# at most 64 characters), the allocation id is "vcpus_<list>" or the
-# element's id attribute. A domain gets a new id at every start, so the
-# machine name of a running domain names its groups and no other's.
-_HOSTNAME_CHARS = frozenset(
-    'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-')
-_MACHINE_NAME_MAX = 64
+# libvirt's groups are <machine name>-<allocation id>; see machine_mod.
+machine_name = machine_mod.machine_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,29 +52,6 @@ class Claim:
     # covers (its flavor requested CUSTOM_RDT_CLOSID); the others are
     # reported as reserved.
     placement: int = 0
-
-
-def machine_name(dom_id, name):
-    """libvirt's machine name of QEMU domain ``name`` running as ``dom_id``.
-
-    Only characters valid in a host name are kept, dots and dashes are not
-    repeated, leading or trailing, and the name stops growing at 64
-    characters.
-    """
-    out = 'qemu-%d-' % dom_id
-    skip = True
-    for char in name:
-        if len(out) >= _MACHINE_NAME_MAX:
-            break
-        if char in '.-':
-            if not skip:
-                out += char
-            skip = True
-            continue
-        if char in _HOSTNAME_CHARS:
-            out += char
-            skip = False
-    return out.rstrip('-.')
 
 
 def realized(claim, group_names, machines, prefix):

@@ -39,35 +39,12 @@ from rdt_virt.agent import model
 from rdt_virt import exception
 from rdt_virt.libvirt import config
 from rdt_virt.libvirt import domain as domain_mod
+from rdt_virt.libvirt import machine as machine_mod
 from rdt_virt.resctrl import fs
 
-_HOSTNAME_CHARS = frozenset('abcdefghijklmnopqrstuvwxyz'
-                            'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-')
+machine_name = machine_mod.machine_name
 _OWNERS = {'shared': model.SHARED, 'instance': model.INSTANCE,
            'libvirt': model.LIBVIRT}
-
-
-def machine_name(domain_id, name):
-    """libvirt's machine name of a QEMU domain: ``qemu-<id>-<name>``.
-
-    Keeps host name characters, collapses runs of ``.``/``-`` and stops at
-    64 characters, as libvirt's ``virDomainMachineNameAppendValid`` does.
-    """
-    out = 'qemu-%d-' % domain_id
-    skip = True
-    for char in name:
-        if len(out) >= 64:
-            break
-        if char in '.-':
-            if not skip:
-                out += char
-                skip = True
-            continue
-        if char not in _HOSTNAME_CHARS:
-            continue
-        out += char
-        skip = False
-    return out.rstrip('-.')
 
 
 def _alloc_id(tune):

@@ -42,29 +42,9 @@ import shutil
 from lxml import etree
 from nova.tests.fixtures import libvirt as fakelibvirt
 
-_HOSTNAME_CHARS = frozenset(
-    'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-')
-_MACHINE_NAME_MAX = 64
+from rdt_virt.libvirt import machine as machine_mod
+
 _NOT_GROUPS = frozenset(('info', 'mon_groups', 'mon_data'))
-
-
-def machine_name(dom_id, name, driver='qemu'):
-    """libvirt's machine name of a privileged domain."""
-    out = '%s-%d-' % (driver, dom_id)
-    skip = True
-    for char in name:
-        if len(out) >= _MACHINE_NAME_MAX:
-            break
-        if char in '.-':
-            if not skip:
-                out += char
-                skip = True
-            continue
-        if char not in _HOSTNAME_CHARS:
-            continue
-        out += char
-        skip = False
-    return out.rstrip('-.')
 
 
 def format_vcpus(vcpus):
@@ -349,7 +329,7 @@ class ResctrlConnectionMixin(object):
                 error_code=fakelibvirt.VIR_ERR_CONFIG_UNSUPPORTED,
                 error_domain=fakelibvirt.VIR_FROM_QEMU)
         resctrl = LibvirtResctrl(self.rdt_root)
-        machine = machine_name(dom._id, dom.name())
+        machine = machine_mod.machine_name(dom._id, dom.name())
         made = []
         try:
             for alloc in allocs:
