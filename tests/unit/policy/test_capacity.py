@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
+
 from rdt_virt import exception
 from rdt_virt.policy import capacity
 from rdt_virt.policy import extra_specs as es
@@ -162,6 +164,19 @@ class TestHostStats(base.TestCase):
         policy = P(cache_l3=4096, mem_bw=15)
         self.assertEqual(fit.fit(policy, hosts.REFERENCE),
                          fit.fit(policy, back.caps))
+
+    def test_decoded_amd_host_keeps_the_hardware_unlimited_value(self):
+        # CPUID gives 1 << bw_len; a 12-bit field makes 4096 unlimited,
+        # so 300000 MBps (2400 units) is a throttle, not a cap at 2048.
+        mb = dataclasses.replace(hosts.AMD.mb, max_value=4096)
+        caps = dataclasses.replace(hosts.AMD, membw={'MB': mb})
+        cap = capacity.from_state(caps, {None: {}}, 0, PREFIX)
+        back = hoststats.decode(hoststats.encode(
+            hoststats.HostRDT(caps, cap, 'per-instance', True)))
+        self.assertEqual(4096, back.caps.mb.max_bandwidth)
+        policy = P(mem_bw_mbps=300000)
+        self.assertEqual(2400, fit.fit(policy, caps).mem_bw.value)
+        self.assertEqual(fit.fit(policy, caps), fit.fit(policy, back.caps))
 
     def test_garbage_and_absent(self):
         for stats in ({}, None, {'rdt_virt': ''}, {'rdt_virt': '{'},
