@@ -329,7 +329,8 @@ def main(argv=None, out=None, connect=None):
         CONF.set_override('resctrl_root', args.resctrl_root, 'rdt')
     if args.state_file:
         CONF.set_override('state_file', args.state_file, 'rdt')
-    rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+    rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix,
+                    osrelease=CONF.rdt.kernel_release_file)
     commands = {'capabilities': cmd_capabilities, 'caps': cmd_capabilities,
                 'groups': cmd_groups, 'top': cmd_top}
     try:

@@ -66,6 +66,10 @@ def encode(host):
         'monitor': ([caps.monitor.num_rmids, sorted(caps.monitor.features),
                      list(caps.monitor.domain_ids)]
                     if caps.monitor else None),
+        # What the kernel takes off num_closids (32 CLOSIDs before 6.16, the
+        # io_alloc CLOSID): headroom is relative to what groups can use.
+        'closid_limit': caps.closid_limit,
+        'io_alloc': int(caps.io_alloc),
         'free_closids': cap.free_closids,
         'free_rmids': cap.free_rmids,
         'free_masks': {res: {str(d): m for d, m in doms.items()}
@@ -120,8 +124,10 @@ def decode(stats):
                         for res, doms in doc['free_masks'].items()},
             shared_groups=frozenset(doc['shared']))
         return HostRDT(
-            caps=info.HostCapabilities(caches=caches, membw=membw,
-                                       monitor=monitor),
+            caps=info.HostCapabilities(
+                caches=caches, membw=membw, monitor=monitor,
+                closid_limit=int(doc.get('closid_limit') or 0),
+                io_alloc=bool(doc.get('io_alloc'))),
             capacity=cap, strategy=doc['strategy'],
             monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'))
     except (ValueError, KeyError, TypeError):
