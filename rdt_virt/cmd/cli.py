@@ -295,6 +295,8 @@ def main(argv=None, out=None, connect=None):
     parser.add_argument('--resctrl-root', help='override [rdt] '
                         'resctrl_root')
     parser.add_argument('--state-file', help='override [rdt] state_file')
+    parser.add_argument('--kernel-release-file', help='override [rdt] '
+                        'kernel_release_file')
     parser.add_argument('--proc-root', default='/proc',
                         help='where procfs is mounted (for the CPU model '
                         'and the kernel command line)')
@@ -327,6 +329,9 @@ def main(argv=None, out=None, connect=None):
          default_config_files=[] if conf_args else None)
     if args.resctrl_root:
         CONF.set_override('resctrl_root', args.resctrl_root, 'rdt')
+    if args.kernel_release_file:
+        CONF.set_override('kernel_release_file', args.kernel_release_file,
+                          'rdt')
     if args.state_file:
         CONF.set_override('state_file', args.state_file, 'rdt')
     rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix,

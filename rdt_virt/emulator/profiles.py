@@ -476,13 +476,22 @@ L3_CAT = dataclasses.replace(
     REFERENCE, name='l3-cat', mb=None, mon=None,
     description='reference caches with L3 CAT only: no MBA, no monitoring')
 
+# No x86 part rdt-virt knows reports more than 16 CLOSIDs; this one shows
+# what kernels before 6.16 do with more (closid_init() in
+# arch/x86/kernel/cpu/resctrl/rdtgroup.c: at most 32 usable).
+WIDE = dataclasses.replace(
+    REFERENCE, name='wide', mb=None,
+    l3=dataclasses.replace(REFERENCE.l3, num_closids=64),
+    description='reference caches whose L3 CAT reports 64 CLOSIDs, no '
+                'MBA: kernels before 6.16 use only 32 of them')
+
 MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
 PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, SNC2, CDP,
                                 MBA_MBPS, AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
-                                MONITORING)}
+                                WIDE, MONITORING)}
 
 
 class UnknownProfile(KeyError):

@@ -338,6 +338,22 @@ class Resctrl(object):
         except (OSError, TypeError):
             return None
 
+    def io_alloc_states(self):
+        """``((resource, text), ...)`` of every ``info/*/io_alloc`` file.
+
+        Writable at run time (6.19+): enabling it takes a CLOSID without
+        changing anything else under ``info/``.
+        """
+        base = os.path.join(self.root, 'info')
+        found = []
+        for res in sorted(os.listdir(base)):
+            try:
+                with open(os.path.join(base, res, 'io_alloc')) as f:
+                    found.append((res, f.read().strip()))
+            except OSError:
+                continue
+        return tuple(found)
+
     def read_info(self):
         """``{'L3/cbm_mask': '7ff', ...}`` for every file under ``info/``."""
         base = os.path.join(self.root, 'info')
