@@ -62,6 +62,7 @@ from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 from rdt_virt.emulator import rmids as rmids_mod
 from rdt_virt.emulator import schemata
+from rdt_virt.resctrl import quirks
 
 CTRL = 'ctrl'
 MON = 'mon'
@@ -247,7 +248,12 @@ class ResctrlModel(features.FeatureFiles):
         without an online CPU is offline and absent, as in the kernel.
         """
         self.snc = 1
-        if profile.mon and profile.snc_ways > 1 and self.has('snc'):
+        cpu = profile.cpu
+        # A captured host without its CPU identity showed the layout.
+        known = cpu is None or quirks.snc_capable(cpu.vendor, cpu.family,
+                                                  cpu.model)
+        if (profile.mon and profile.snc_ways > 1 and self.has('snc') and
+                known):
             self.snc = profile.snc_ways
         blocks = profile.assign_cpus(self.online_cpus)
         self._cpu_nodes, self.node_l3 = {}, {}

@@ -414,10 +414,15 @@ REFERENCE_STOCK = dataclasses.replace(
     description='reference host booted without rdt=l3cat: the kernel '
                 'turns L3 CAT off on this stepping (MBA and CMT+MBM only)')
 
+# The kernel knows SNC only on the models of quirks.SNC_MODELS, so this
+# host is a Sapphire Rapids: on the reference host's Cascade Lake the
+# kernel keeps monitoring per L3 whatever the firmware does.
 SNC2 = dataclasses.replace(
     REFERENCE, name='snc2', snc_ways=2,
-    description='the reference caches with Sub-NUMA Clustering, two nodes '
-                'per L3: monitoring per node (mon_sub_L3_*)')
+    cpu=CpuId('GenuineIntel', 6, 0x8f, 8), cmdline='',
+    description='Sapphire Rapids with the reference caches and Sub-NUMA '
+                'Clustering, two nodes per L3: monitoring per node '
+                '(mon_sub_L3_*, 6.11+)')
 
 CDP = dataclasses.replace(
     REFERENCE, name='cdp', cdp=True,
