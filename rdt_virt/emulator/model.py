@@ -179,8 +179,13 @@ class ResctrlModel(features.FeatureFiles):
         profile = boot.apply(profile)
         self.profile = profile
         self.domains = tuple(sorted(profile.assign_cpus(self.online_cpus)))
+        # Control domains per schema: L2 lines have the L2 caches' ids.
+        self.ctrl_domains = {None: self.domains}
+        if profile.l2:
+            self.ctrl_domains['L2'] = tuple(sorted(
+                profile.l2_domains(self.online_cpus)))
         self.root = Group('', CTRL, config=schemata.default_config(
-            profile, self.domains), ctime=time.time())
+            profile, self.ctrl_domains), ctime=time.time())
         self.root.cpus = set(self.online_cpus)
         self.groups = collections.OrderedDict()
         self._members = {}
@@ -521,12 +526,13 @@ class ResctrlModel(features.FeatureFiles):
     # Group files -------------------------------------------------------------
 
     def schemata_text(self, group):
-        return schemata.format_schemata(self.profile, self.domains,
+        return schemata.format_schemata(self.profile, self.ctrl_domains,
                                         group.config, group.closid,
                                         not self.has('no_padding'))
 
     def size_text(self, group):
-        return schemata.format_size(self.profile, self.domains, group.config)
+        return schemata.format_size(self.profile, self.ctrl_domains,
+                                    group.config)
 
     def cpus_text(self, group, as_list=False):
         if as_list:
@@ -540,7 +546,7 @@ class ResctrlModel(features.FeatureFiles):
 
     def _write_schemata(self, group, text):
         staged = schemata.parse_write(
-            text, self.profile, self.domains, group.closid, group.mode,
+            text, self.profile, self.ctrl_domains, group.closid, group.mode,
             self.allocated(exclude=group), not self.has('bw_validate'))
         self._update_counters()   # charge the past at the old throttle
         for name, values in staged.items():
@@ -557,7 +563,7 @@ class ResctrlModel(features.FeatureFiles):
         if mode == schemata.SHAREABLE:
             group.mode = mode
         elif mode == schemata.EXCLUSIVE:
-            schemata.check_exclusive(self.profile, self.domains,
+            schemata.check_exclusive(self.profile, self.ctrl_domains,
                                      group.closid, group.config,
                                      self.allocated(exclude=group))
             group.mode = mode
@@ -732,8 +738,8 @@ class ResctrlModel(features.FeatureFiles):
                     self.rmids.put(rmid, now)
                 raise
         try:
-            config = schemata.init_config(self.profile, self.domains, closid,
-                                          self.allocated())
+            config = schemata.init_config(
+                self.profile, self.ctrl_domains, closid, self.allocated())
         except kparse.KernelError:
             if mon:
                 self.rmids.put(rmid, now)
@@ -814,7 +820,7 @@ class ResctrlModel(features.FeatureFiles):
     # Info files --------------------------------------------------------------
 
     def bit_usage_text(self, schema):
-        return schemata.format_bit_usage(schema, self.domains,
+        return schemata.format_bit_usage(schema, self.ctrl_domains,
                                          self.allocated())
 
     def counter_truth(self):
