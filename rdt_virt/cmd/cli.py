@@ -100,8 +100,11 @@ def _read_text(path):
 
 def capabilities_doc(rc, proc='/proc'):
     caps = rc.capabilities()
+    release = rc.kernel_release()
     doc = {'root': rc.root, 'features': sorted(caps.features),
            'num_closids': caps.num_closids, 'num_rmids': caps.num_rmids,
+           'kernel_release': release, 'closid_limit': caps.closid_limit,
+           'io_alloc': caps.io_alloc,
            'mount_options': sorted(rc.mount_options()), 'caches': {},
            'membw': {}}
     for res in caps.caches.values():
@@ -125,6 +128,16 @@ def capabilities_doc(rc, proc='/proc'):
     doc['notes'] = quirks.notes(
         caps.features, _read_text(os.path.join(proc, 'cpuinfo')),
         _read_text(os.path.join(proc, 'cmdline')))
+    # Why CLOSIDs differ from what info/*/num_closids says.
+    counts = [r.num_closids for r in caps.caches.values()]
+    counts += [r.num_closids for r in caps.membw.values()]
+    if caps.closid_limit and min(counts) > caps.closid_limit:
+        doc['notes'].append(
+            'Linux %s uses at most %d CLOSIDs (the limit was lifted in '
+            '6.16)' % (release, caps.closid_limit))
+    if caps.io_alloc:
+        doc['notes'].append('io_alloc is enabled: the kernel keeps the '
+                            'highest CLOSID for I/O traffic')
     return doc
 
 
