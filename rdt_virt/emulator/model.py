@@ -177,6 +177,11 @@ class ResctrlModel(features.FeatureFiles):
         old = self.profile
         # What the kernel enabled at boot for this CPU and command line.
         profile = boot.apply(profile)
+        if profile.mba_mbps and self._snc_ways(profile) > 1:
+            # supports_mba_mbps(): MBA is per L3, monitoring per node.
+            raise kparse.KernelError(
+                errno.EINVAL, 'mba_MBps requires MBM and linear scale MBA '
+                'at L3 scope\n')
         self.profile = profile
         self.domains = tuple(sorted(profile.assign_cpus(self.online_cpus)))
         # Control domains per schema: L2 lines have the L2 caches' ids.
@@ -252,14 +257,7 @@ class ResctrlModel(features.FeatureFiles):
         Node ``i * snc + k`` is the k-th part of the i-th L3's CPUs; a node
         without an online CPU is offline and absent, as in the kernel.
         """
-        self.snc = 1
-        cpu = profile.cpu
-        # A captured host without its CPU identity showed the layout.
-        known = cpu is None or quirks.snc_capable(cpu.vendor, cpu.family,
-                                                  cpu.model)
-        if (profile.mon and profile.snc_ways > 1 and self.has('snc') and
-                known):
-            self.snc = profile.snc_ways
+        self.snc = self._snc_ways(profile)
         blocks = profile.assign_cpus(self.online_cpus)
         self._cpu_nodes, self.node_l3 = {}, {}
         for i, dom in enumerate(profile.domains):
@@ -273,6 +271,17 @@ class ResctrlModel(features.FeatureFiles):
                 if part:
                     self.node_l3[node] = dom.id
         self.mon_domains = tuple(sorted(self.node_l3))
+
+    def _snc_ways(self, profile):
+        """SNC nodes per L3 as this kernel sees them (1: none)."""
+        cpu = profile.cpu
+        # A captured host without its CPU identity showed the layout.
+        known = cpu is None or quirks.snc_capable(cpu.vendor, cpu.family,
+                                                  cpu.model)
+        if profile.mon and profile.snc_ways > 1 and self.has('snc') and (
+                known):
+            return profile.snc_ways
+        return 1
 
     def nodes_of(self, dom):
         """Monitoring domains of L3 domain *dom*."""

@@ -13,6 +13,7 @@
 """Sub-NUMA Clustering (6.11): monitoring per node under each L3."""
 
 import dataclasses
+import errno
 
 from rdt_virt.emulator import profiles
 from tests.unit.emulator import fakes
@@ -66,6 +67,15 @@ class SncTest(fakes.ModelTestCase):
         self.assertEqual(['llc_occupancy', 'mbm_total_bytes',
                           'mbm_local_bytes'],
                          tree.readdir('/mon_data/mon_L3_00'))
+
+    def test_mba_mbps_is_refused(self):
+        # MBA stays per L3 while monitoring is per node.
+        mbps = dataclasses.replace(profiles.SNC2, mba_mbps=True)
+        e = self.assertRaises(fakes.kparse.KernelError, self.make_model,
+                              mbps)
+        self.assertEqual(errno.EINVAL, e.errno)
+        # Before 6.11 the kernel knew no SNC and mounted.
+        self.make_model(mbps, kernel='6.8')
 
     def test_before_6_11(self):
         tree = fakes.tree.ResctrlTree(self.make_model('snc2', kernel='6.8'))
