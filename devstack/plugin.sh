@@ -55,6 +55,10 @@ function rdt_virt_resctrl_root {
 function configure_rdt_group {
     local conf=$1
     iniset "$conf" rdt resctrl_root "$(rdt_virt_resctrl_root)"
+    if [[ "$RDT_VIRT_EMULATE" == "True" ]]; then
+        # The release the emulator emulates, not the host's.
+        iniset "$conf" rdt kernel_release_file "$RDT_VIRT_SANDBOX_DIR/osrelease"
+    fi
     iniset "$conf" rdt mb_strategy "$RDT_VIRT_MB_STRATEGY"
     iniset "$conf" rdt default_group_l3_ways "$RDT_VIRT_DEFAULT_GROUP_L3_WAYS"
     iniset "$conf" rdt monitoring "$RDT_VIRT_MONITORING"

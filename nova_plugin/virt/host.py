@@ -147,7 +147,8 @@ def agent_bandwidth(path, now=None):
 
 def resctrl_for(conf):
     """A :class:`~rdt_virt.resctrl.fs.Resctrl` for ``[rdt]`` of ``conf``."""
-    return fs.Resctrl(conf.rdt.resctrl_root, conf.rdt.group_prefix)
+    return fs.Resctrl(conf.rdt.resctrl_root, conf.rdt.group_prefix,
+                      osrelease=conf.rdt.kernel_release_file)
 
 
 def safe_read(resctrl, libvirt_ids=None):

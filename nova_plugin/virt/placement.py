@@ -140,7 +140,9 @@ def update_inventory(provider_tree, nodename, caps, capacity, claims,
     :param previous: the provider's inventory before this update.
     """
     inventory = dict(provider_tree.data(nodename).inventory)
-    num = caps.num_closids
+    # Every CLOSID the kernel uses; the one io_alloc keeps for I/O is
+    # never free, so it counts as used and ends up reserved.
+    num = caps.kernel_closids
     used = num - capacity.free_closids if num > 0 else 0
     held = sum(claim.placement for claim in claims)
     record = placement.inventory(num, used, held)

@@ -142,7 +142,7 @@ class Agent(object):
         try:
             fingerprint = (tuple(sorted(os.listdir(rc.path(None, None,
                                                            'info')))),
-                           rc.mount_options())
+                           rc.mount_options(), rc.io_alloc_states())
         except OSError:
             return False
         if self.caps is None or fingerprint != self._fingerprint:

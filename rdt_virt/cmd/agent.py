@@ -52,7 +52,8 @@ def build_agent(conf=CONF, source=None, proc=None, api=None):
     and the privileged API (tests and benchmarks).
     """
     opts = conf.rdt_agent
-    resctrl = fs.Resctrl(conf.rdt.resctrl_root, conf.rdt.group_prefix)
+    resctrl = fs.Resctrl(conf.rdt.resctrl_root, conf.rdt.group_prefix,
+                         osrelease=conf.rdt.kernel_release_file)
     if source is None:
         source = domains.LibvirtSource(
             opts.libvirt_uri, default_monitor=conf.rdt.monitoring,

@@ -100,8 +100,11 @@ def _read_text(path):
 
 def capabilities_doc(rc, proc='/proc'):
     caps = rc.capabilities()
+    release = rc.kernel_release()
     doc = {'root': rc.root, 'features': sorted(caps.features),
            'num_closids': caps.num_closids, 'num_rmids': caps.num_rmids,
+           'kernel_release': release, 'closid_limit': caps.closid_limit,
+           'io_alloc': caps.io_alloc,
            'mount_options': sorted(rc.mount_options()), 'caches': {},
            'membw': {}}
     for res in caps.caches.values():
@@ -125,6 +128,16 @@ def capabilities_doc(rc, proc='/proc'):
     doc['notes'] = quirks.notes(
         caps.features, _read_text(os.path.join(proc, 'cpuinfo')),
         _read_text(os.path.join(proc, 'cmdline')))
+    # Why CLOSIDs differ from what info/*/num_closids says.
+    counts = [r.num_closids for r in caps.caches.values()]
+    counts += [r.num_closids for r in caps.membw.values()]
+    if caps.closid_limit and min(counts) > caps.closid_limit:
+        doc['notes'].append(
+            'Linux %s uses at most %d CLOSIDs (the limit was lifted in '
+            '6.16)' % (release, caps.closid_limit))
+    if caps.io_alloc:
+        doc['notes'].append('io_alloc is enabled: the kernel keeps the '
+                            'highest CLOSID for I/O traffic')
     return doc
 
 
@@ -295,6 +308,8 @@ def main(argv=None, out=None, connect=None):
     parser.add_argument('--resctrl-root', help='override [rdt] '
                         'resctrl_root')
     parser.add_argument('--state-file', help='override [rdt] state_file')
+    parser.add_argument('--kernel-release-file', help='override [rdt] '
+                        'kernel_release_file')
     parser.add_argument('--proc-root', default='/proc',
                         help='where procfs is mounted (for the CPU model '
                         'and the kernel command line)')
@@ -327,9 +342,13 @@ def main(argv=None, out=None, connect=None):
          default_config_files=[] if conf_args else None)
     if args.resctrl_root:
         CONF.set_override('resctrl_root', args.resctrl_root, 'rdt')
+    if args.kernel_release_file:
+        CONF.set_override('kernel_release_file', args.kernel_release_file,
+                          'rdt')
     if args.state_file:
         CONF.set_override('state_file', args.state_file, 'rdt')
-    rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+    rc = fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix,
+                    osrelease=CONF.rdt.kernel_release_file)
     commands = {'capabilities': cmd_capabilities, 'caps': cmd_capabilities,
                 'groups': cmd_groups, 'top': cmd_top}
     try:

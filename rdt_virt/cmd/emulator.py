@@ -98,6 +98,10 @@ def _parser():
                    help='MB throttles also slow the throttled threads down '
                         '(CPU quotas through cgroups), not only the counters')
     p.add_argument('--log-file', help='output of the background process')
+    p.add_argument('--osrelease', metavar='FILE',
+                   help='write the emulated kernel release here, for '
+                        '[rdt] kernel_release_file (default: a file in a '
+                        'private temporary directory, logged)')
     p.add_argument('mountpoint')
 
     p = sub.add_parser('umount', help='unmount an emulated resctrl')
@@ -181,10 +185,12 @@ def _mount(args):
                             from_tree=args.from_tree,
                             limbo_delay=args.limbo_delay,
                             log_path=args.log_file, debug=args.debug,
-                            mba_effect=args.mba_effect)
+                            mba_effect=args.mba_effect,
+                            osrelease=args.osrelease)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
-             'log %s', profile.name, handle.mountpoint,
-             handle.control_socket, handle.log_path)
+             'log %s, kernel release in %s', profile.name,
+             handle.mountpoint, handle.control_socket, handle.log_path,
+             handle.osrelease)
     print(handle.pid)
     return 0
 

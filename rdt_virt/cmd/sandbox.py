@@ -68,6 +68,7 @@ def _describe(sb):
         'kernel:         %s' % _kernel(sb),
         'libvirt URI:    %s' % sb.uri,
         'resctrl:        %s' % sb.resctrl_root,
+        'osrelease:      %s' % sb.kernel_release_file,
         'emulator ctl:   rdt-virt-emulator ctl --control %s status' %
         sb.paths.control,
         'enter:          %s' % sb.enter_command(),

@@ -45,6 +45,27 @@ Possible values:
 * An absolute path to a mounted resctrl filesystem.
 """)),
     cfg.StrOpt(
+        'kernel_release_file',
+        default='/proc/sys/kernel/osrelease',
+        help=_("""
+File holding the release of the kernel that serves ``resctrl_root``.
+
+One resctrl limit shows in no resctrl file: kernels before 6.16 use at most
+32 CLOSIDs whatever ``info/*/num_closids`` says, so capacity is reported
+from the release read here. An unreadable file counts as a kernel without
+that limit. Change it only for tests or an emulated host (the emulator and
+the sandbox write the release they emulate into a file of their own).
+
+Possible values:
+
+* A path to a file whose first line is a kernel release, such as
+  ``6.1.0-18-amd64``.
+
+Related options:
+
+* ``[rdt] resctrl_root``
+""")),
+    cfg.StrOpt(
         'group_prefix',
         default='rdtvirt-',
         regex=r'^[a-z][a-z0-9_-]{0,31}$',

@@ -78,6 +78,8 @@ def apply(profile):
     if profile.l3 and profile.l3.cdp_capable and not has('l3cdp'):
         changes['l3'] = changes.get('l3', dataclasses.replace(
             profile.l3, cdp_capable=False))
+    if profile.l2 and not has('l2cat'):
+        changes['l2'] = None
     if profile.mb and not has('mba'):
         changes['mb'] = None
     if profile.smba and not has('smba'):

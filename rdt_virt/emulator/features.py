@@ -54,7 +54,7 @@ class FeatureFiles(object):
     def io_alloc_cbm_text(self, schema):
         self._run(self._check_io_alloc, schema)
         closid = self._io_alloc_closid()
-        vals = schemata.init_config(self.profile, self.domains, closid,
+        vals = schemata.init_config(self.profile, self.ctrl_domains, closid,
                                     self.allocated())[schema.name]
         return ';'.join('%d=%x' % (d, vals[d]) for d in self.domains) + '\n'
 

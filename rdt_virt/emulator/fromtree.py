@@ -22,8 +22,11 @@ data of the same kind and ``load(render(p))`` gives ``p`` back.
 
 What resctrl does not show comes from the vendor: the counter unit
 (``mon_scale``: 64 KiB on Intel, 64 B on AMD), the MBM counter width (24
-and 44 bits) and the counter model's rates. L2 CAT (``info/L2``) is not
-emulated and is left out with a warning in :attr:`Profile.description`.
+and 44 bits) and the counter model's rates. L2 CAT (``info/L2``) is
+emulated with one domain per L2 cache id of the captured topology (mapped
+onto this machine's CPUs as the L3 domains are); L2 code/data
+prioritisation (``cdpl2``) is not, and is noted in
+:attr:`Profile.description`.
 """
 
 import json
@@ -86,10 +89,22 @@ def _size(text):
     return int(text.rstrip('KM')) * mult
 
 
+def _cpu_number(name):
+    digits = name[len('cpu'):]
+    return int(digits) if digits.isdigit() else -1
+
+
 def _caches(tree):
-    """``{(level, type): (size, ways, line)}`` and ``{l3 id: size}``."""
+    """The captured CPU caches.
+
+    :returns: ``{(level, type): (size, ways, line)}``, ``{l3 id: size}``
+        and the L2 ids under each L3, ``((l3 id, (l2 id, ...)), ...)``, in
+        CPU order.
+    """
     kinds, l3 = {}, {}
-    for cpu in tree.listdir('cpu'):
+    ids = {}
+    for cpu in sorted(tree.listdir('cpu'), key=_cpu_number):
+        found = {}
         for index in tree.listdir('cpu', cpu, 'cache'):
             def value(name):
                 return (tree.read('cpu', cpu, 'cache', index, name) or
@@ -103,21 +118,31 @@ def _caches(tree):
                 int(value('coherency_line_size') or 64)))
             if level == 3 and value('id'):
                 l3[int(value('id'))] = size
-    return kinds, l3
+            if ctype == 'Unified' and value('id'):
+                found[level] = int(value('id'))
+        if 2 in found and 3 in found:
+            l2s = ids.setdefault(found[3], [])
+            if found[2] not in l2s:
+                l2s.append(found[2])
+    return kinds, l3, tuple((dom, tuple(l2s))
+                            for dom, l2s in sorted(ids.items()))
 
 
 def _cache_alloc(tree, name, flags, vendor, closid_factor=1):
     info = ('resctrl', 'info', name)
+    level = name[:2]
     mask = tree.int(*info, 'cbm_mask', base=16)
     sparse = tree.int(*info, 'sparse_masks')
     return profiles.CacheAlloc(
-        name='L3', num_closids=tree.int(*info, 'num_closids') * closid_factor,
+        name=level,
+        num_closids=tree.int(*info, 'num_closids') * closid_factor,
         cbm_len=mask.bit_length(),
         min_cbm_bits=tree.int(*info, 'min_cbm_bits', default=1),
         shareable_bits=tree.int(*info, 'shareable_bits', base=16, default=0),
         sparse_masks=bool(sparse if sparse is not None else
                           vendor == 'amd'),
-        cdp_capable=closid_factor == 2 or 'cdp_l3' in flags,
+        cdp_capable=(closid_factor == 2 or
+                     'cdp_%s' % level.lower() in flags),
         io_alloc_capable=(tree.read(*info, 'io_alloc') or 'not supported'
                           ).strip() != 'not supported' or 'sdciae' in flags)
 
@@ -157,7 +182,7 @@ def load(directory, name=None):
     flags = set(host.get('flags', ()))
     opts = host.get('mount_options', [])
     root = _schemata(tree.read('resctrl', 'schemata'))
-    kinds, l3_sizes = _caches(tree)
+    kinds, l3_sizes, l2_ids = _caches(tree)
     notes = []
 
     l3 = None
@@ -165,8 +190,13 @@ def load(directory, name=None):
         l3 = _cache_alloc(tree, 'L3', flags, vendor)
     elif 'L3CODE' in info_dirs:
         l3 = _cache_alloc(tree, 'L3CODE', flags, vendor, closid_factor=2)
-    if 'L2' in info_dirs or 'L2CODE' in info_dirs:
-        notes.append('L2 CAT of the host is not emulated')
+    l2_cat = None
+    if 'L2' in info_dirs:
+        l2_cat = _cache_alloc(tree, 'L2', flags, vendor)
+    elif 'L2CODE' in info_dirs:
+        # Emulated without the cdpl2 mount option: the plain L2 resource.
+        l2_cat = _cache_alloc(tree, 'L2CODE', flags, vendor, closid_factor=2)
+        notes.append('L2 code/data prioritisation (cdpl2) is not emulated')
     mba_mbps = 'mba_MBps' in opts
     mb = _bw_alloc(tree, 'MB', vendor, root, mba_mbps) if (
         'MB' in info_dirs) else None
@@ -194,8 +224,10 @@ def load(directory, name=None):
             tree.listdir('resctrl', 'info', 'L3_MON'))
 
     dom_ids = set()
-    for vals in root.values():
-        dom_ids |= set(vals)
+    for line_name, vals in root.items():
+        # L2 lines have the L2 caches' ids, the others the L3 ones.
+        if not line_name.startswith('L2'):
+            dom_ids |= set(vals)
     for entry in tree.listdir('resctrl', 'mon_data'):
         if entry.startswith('mon_L3_'):
             dom_ids.add(int(entry[len('mon_L3_'):]))
@@ -234,6 +266,7 @@ def load(directory, name=None):
     return profiles.Profile(
         name=name or os.path.basename(os.path.normpath(directory)),
         description=description, vendor=vendor, domains=domains, l3=l3,
+        l2=l2_cat, l2_ids=l2_ids if l2_cat else (),
         mb=mb, smba=smba, mon=mon, cdp='cdp' in opts, mba_mbps=mba_mbps,
         geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''),
         snc_ways=snc)
@@ -292,6 +325,8 @@ def render(profile, dest, kernel=None, cpus=None):
     # CPU flags describe the hardware, info/ what the kernel enabled.
     flags = ['cat_l3'] if profile.l3 else []
     flags += ['cdp_l3'] if profile.l3 and profile.l3.cdp_capable else []
+    flags += ['cat_l2'] if profile.l2 else []
+    flags += ['cdp_l2'] if profile.l2 and profile.l2.cdp_capable else []
     flags += ['mba'] if profile.mb else []
     flags += ['sdciae'] if profile.l3 and profile.l3.io_alloc_capable else []
     if profile.mon:

@@ -125,6 +125,16 @@ class Kernel(object):
         self.features = frozenset(features)
         self.spec = spec or release
 
+    @property
+    def osrelease(self):
+        """What ``/proc/sys/kernel/osrelease`` reads on this kernel.
+
+        The base release only: the agent takes the limits no resctrl file
+        shows from it (:mod:`rdt_virt.resctrl.release`), as it would from a
+        distribution kernel that backported a feature.
+        """
+        return '%s.0-rdt-virt-emulated' % self.release
+
     def has(self, feature):
         if feature not in FEATURES:
             raise KeyError('unknown kernel feature %r' % feature)

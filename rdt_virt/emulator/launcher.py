@@ -131,11 +131,16 @@ class EmulatorHandle(object):
     :ivar control_socket: path of its control socket.
     :ivar client: a :class:`~rdt_virt.emulator.control.ControlClient`.
     :ivar log_path: the process's stdout and stderr.
+    :ivar osrelease: a file holding the emulated kernel's release, for
+        ``[rdt] kernel_release_file`` (the host's own
+        ``/proc/sys/kernel/osrelease`` cannot be changed).
     """
 
     def __init__(self, pid, mountpoint, control_socket, process=None,
-                 log_path=None, tmpdir=None, profile=None, kernel=None):
+                 log_path=None, tmpdir=None, profile=None, kernel=None,
+                 osrelease=None):
         self.pid = pid
+        self.osrelease = osrelease
         self.profile = profile
         self.kernel = kernel
         self.mountpoint = mountpoint
@@ -193,7 +198,7 @@ def _tail(path, lines=20):
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
           debug=False, kernel=None, cmdline=None, from_tree=None,
-          mba_effect=False):
+          mba_effect=False, osrelease=None):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
@@ -211,6 +216,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
         default control socket, or discarded).
     :param mba_effect: make MB throttles slow the throttled threads down
         (CPU quotas, see :mod:`enforce`), not only the counters.
+    :param osrelease: file to write the emulated kernel's release to
+        (default: in the private temporary directory).
     :returns: :class:`EmulatorHandle`.
     :raises EmulatorError: with the reason when the mount cannot be made.
     """
@@ -225,10 +232,13 @@ def mount(mountpoint, profile='reference', control_socket=None,
     mountpoint = os.path.abspath(mountpoint)
     check_prerequisites(mountpoint)
     tmpdir = None
-    if control_socket is None or log_path is None:
+    if control_socket is None or log_path is None or osrelease is None:
         tmpdir = tempfile.mkdtemp(prefix='rdt-virt-emulator-')
         control_socket = control_socket or os.path.join(tmpdir, 'control')
         log_path = log_path or os.path.join(tmpdir, 'emulator.log')
+        osrelease = osrelease or os.path.join(tmpdir, 'osrelease')
+    with open(osrelease, 'w') as f:
+        f.write(kernel.osrelease + '\n')
     cmd = [sys.executable, '-m', 'rdt_virt.cmd.emulator', 'mount',
            '--foreground', '--profile', profile.name,
            '--control', control_socket, '--kernel', kernel.spec,
@@ -256,7 +266,7 @@ def mount(mountpoint, profile='reference', control_socket=None,
                                    start_new_session=True, env=env)
     handle = EmulatorHandle(process.pid, mountpoint, control_socket,
                             process, log_path, tmpdir, profile.name,
-                            kernel.spec)
+                            kernel.spec, osrelease)
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:

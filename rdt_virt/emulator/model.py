@@ -62,6 +62,7 @@ from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 from rdt_virt.emulator import rmids as rmids_mod
 from rdt_virt.emulator import schemata
+from rdt_virt.resctrl import quirks
 
 CTRL = 'ctrl'
 MON = 'mon'
@@ -176,10 +177,20 @@ class ResctrlModel(features.FeatureFiles):
         old = self.profile
         # What the kernel enabled at boot for this CPU and command line.
         profile = boot.apply(profile)
+        if profile.mba_mbps and self._snc_ways(profile) > 1:
+            # supports_mba_mbps(): MBA is per L3, monitoring per node.
+            raise kparse.KernelError(
+                errno.EINVAL, 'mba_MBps requires MBM and linear scale MBA '
+                'at L3 scope\n')
         self.profile = profile
         self.domains = tuple(sorted(profile.assign_cpus(self.online_cpus)))
+        # Control domains per schema: L2 lines have the L2 caches' ids.
+        self.ctrl_domains = {None: self.domains}
+        if profile.l2:
+            self.ctrl_domains['L2'] = tuple(sorted(
+                profile.l2_domains(self.online_cpus)))
         self.root = Group('', CTRL, config=schemata.default_config(
-            profile, self.domains), ctime=time.time())
+            profile, self.ctrl_domains), ctime=time.time())
         self.root.cpus = set(self.online_cpus)
         self.groups = collections.OrderedDict()
         self._members = {}
@@ -246,9 +257,7 @@ class ResctrlModel(features.FeatureFiles):
         Node ``i * snc + k`` is the k-th part of the i-th L3's CPUs; a node
         without an online CPU is offline and absent, as in the kernel.
         """
-        self.snc = 1
-        if profile.mon and profile.snc_ways > 1 and self.has('snc'):
-            self.snc = profile.snc_ways
+        self.snc = self._snc_ways(profile)
         blocks = profile.assign_cpus(self.online_cpus)
         self._cpu_nodes, self.node_l3 = {}, {}
         for i, dom in enumerate(profile.domains):
@@ -262,6 +271,17 @@ class ResctrlModel(features.FeatureFiles):
                 if part:
                     self.node_l3[node] = dom.id
         self.mon_domains = tuple(sorted(self.node_l3))
+
+    def _snc_ways(self, profile):
+        """SNC nodes per L3 as this kernel sees them (1: none)."""
+        cpu = profile.cpu
+        # A captured host without its CPU identity showed the layout.
+        known = cpu is None or quirks.snc_capable(cpu.vendor, cpu.family,
+                                                  cpu.model)
+        if profile.mon and profile.snc_ways > 1 and self.has('snc') and (
+                known):
+            return profile.snc_ways
+        return 1
 
     def nodes_of(self, dom):
         """Monitoring domains of L3 domain *dom*."""
@@ -515,12 +535,13 @@ class ResctrlModel(features.FeatureFiles):
     # Group files -------------------------------------------------------------
 
     def schemata_text(self, group):
-        return schemata.format_schemata(self.profile, self.domains,
+        return schemata.format_schemata(self.profile, self.ctrl_domains,
                                         group.config, group.closid,
                                         not self.has('no_padding'))
 
     def size_text(self, group):
-        return schemata.format_size(self.profile, self.domains, group.config)
+        return schemata.format_size(self.profile, self.ctrl_domains,
+                                    group.config)
 
     def cpus_text(self, group, as_list=False):
         if as_list:
@@ -534,7 +555,7 @@ class ResctrlModel(features.FeatureFiles):
 
     def _write_schemata(self, group, text):
         staged = schemata.parse_write(
-            text, self.profile, self.domains, group.closid, group.mode,
+            text, self.profile, self.ctrl_domains, group.closid, group.mode,
             self.allocated(exclude=group), not self.has('bw_validate'))
         self._update_counters()   # charge the past at the old throttle
         for name, values in staged.items():
@@ -551,7 +572,7 @@ class ResctrlModel(features.FeatureFiles):
         if mode == schemata.SHAREABLE:
             group.mode = mode
         elif mode == schemata.EXCLUSIVE:
-            schemata.check_exclusive(self.profile, self.domains,
+            schemata.check_exclusive(self.profile, self.ctrl_domains,
                                      group.closid, group.config,
                                      self.allocated(exclude=group))
             group.mode = mode
@@ -726,8 +747,8 @@ class ResctrlModel(features.FeatureFiles):
                     self.rmids.put(rmid, now)
                 raise
         try:
-            config = schemata.init_config(self.profile, self.domains, closid,
-                                          self.allocated())
+            config = schemata.init_config(
+                self.profile, self.ctrl_domains, closid, self.allocated())
         except kparse.KernelError:
             if mon:
                 self.rmids.put(rmid, now)
@@ -808,7 +829,7 @@ class ResctrlModel(features.FeatureFiles):
     # Info files --------------------------------------------------------------
 
     def bit_usage_text(self, schema):
-        return schemata.format_bit_usage(schema, self.domains,
+        return schemata.format_bit_usage(schema, self.ctrl_domains,
                                          self.allocated())
 
     def counter_truth(self):

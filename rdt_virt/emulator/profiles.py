@@ -187,6 +187,8 @@ class Profile:
     vendor: str
     domains: tuple
     l3: typing.Optional[CacheAlloc] = None
+    #: L2 CAT (Intel Atom and some server parts), one domain per L2 cache.
+    l2: typing.Optional[CacheAlloc] = None
     mb: typing.Optional[BandwidthAlloc] = None
     smba: typing.Optional[BandwidthAlloc] = None
     mon: typing.Optional[Monitoring] = None
@@ -201,6 +203,9 @@ class Profile:
     snc_ways: int = 1
     #: Hyperthreads per core; consecutive CPUs of a domain are siblings.
     threads_per_core: int = 1
+    #: L2 cache ids under each L3 domain, ``((l3 id, (l2 id, ...)), ...)``,
+    #: from a captured host's topology; empty: one L2 per CPU, id = CPU.
+    l2_ids: tuple = ()
 
     def siblings(self, online_cpus):
         """``{cpu: (other threads of its core)}`` of the emulated host."""
@@ -215,7 +220,7 @@ class Profile:
 
     @property
     def alloc_capable(self):
-        return bool(self.l3 or self.mb or self.smba)
+        return bool(self.l3 or self.l2 or self.mb or self.smba)
 
     @property
     def mon_capable(self):
@@ -236,8 +241,8 @@ class Profile:
         """Schemata lines in the order the kernel prints them.
 
         The kernel walks L3, L2, MB, SMBA and pushes each schema at the head
-        of its list, so the file shows them in reverse: SMBA, MB, then L3
-        (``L3DATA`` before ``L3CODE`` with CDP).
+        of its list, so the file shows them in reverse: SMBA, MB, L2, then
+        L3 (``L3DATA`` before ``L3CODE`` with CDP).
         """
         out = []
         if self.l3:
@@ -248,6 +253,8 @@ class Profile:
             else:
                 out.append(Schema('L3', self.l3, 'both',
                                   self.l3.num_closids))
+        if self.l2:
+            out.append(Schema('L2', self.l2, 'both', self.l2.num_closids))
         for res in (self.mb, self.smba):
             if res:
                 out.append(Schema(res.name, res, 'both', res.num_closids))
@@ -284,8 +291,9 @@ class Profile:
     def data_width(self):
         """Value column width of older kernels (the widest resource)."""
         widths = [0]
-        if self.l3:
-            widths.append((self.l3.cbm_len + 3) // 4)
+        for cache in (self.l3, self.l2):
+            if cache:
+                widths.append((cache.cbm_len + 3) // 4)
         for res in (self.mb, self.smba):
             if res:
                 widths.append(res.data_width)
@@ -322,6 +330,29 @@ class Profile:
         return {cpu: dom for dom, cpus in self.assign_cpus(online_cpus).items()
                 for cpu in cpus}
 
+    def l2_domains(self, online_cpus):
+        """Map host CPUs onto L2 caches: ``{l2 id: [cpu, ...]}``.
+
+        Within each L3 domain's CPUs (:meth:`assign_cpus`), in contiguous
+        blocks over that domain's :attr:`l2_ids`, as :meth:`assign_cpus`
+        does over the L3 domains; an L2 with no CPU stays offline. Without
+        ``l2_ids`` every CPU has its own L2, whose id is the CPU number.
+        """
+        ids = dict(self.l2_ids)
+        out = {}
+        for dom, cpus in self.assign_cpus(online_cpus).items():
+            l2s = ids.get(dom)
+            if not l2s:
+                out.update((cpu, [cpu]) for cpu in cpus)
+                continue
+            n, k = len(cpus), len(l2s)
+            for i, l2 in enumerate(l2s):
+                block = cpus[i * n // k:(i + 1) * n // k] if n >= k else (
+                    cpus[i:i + 1])
+                if block:
+                    out[l2] = block
+        return out
+
     def cache_topology(self, online_cpus):
         """The CPU caches the emulated host presents, per CPU.
 
@@ -332,6 +363,9 @@ class Profile:
         """
         g = self.geometry
         out = {}
+        l2_of = {cpu: (l2, cpus)
+                 for l2, cpus in self.l2_domains(online_cpus).items()
+                 for cpu in cpus}
         for dom_id, cpus in self.assign_cpus(online_cpus).items():
             l3 = self.domain(dom_id).l3_size
             for cpu in cpus:
@@ -343,8 +377,9 @@ class Profile:
                          size=g.l1i_size, id=cpu, ways=g.l1_ways,
                          line_size=g.line_size, shared_cpus=[cpu]),
                     dict(index=2, level=2, type='Unified', size=g.l2_size,
-                         id=cpu, ways=g.l2_ways, line_size=g.line_size,
-                         shared_cpus=[cpu]),
+                         id=l2_of[cpu][0], ways=g.l2_ways,
+                         line_size=g.line_size,
+                         shared_cpus=list(l2_of[cpu][1])),
                     dict(index=3, level=3, type='Unified', size=l3,
                          id=dom_id, ways=g.l3_ways, line_size=g.line_size,
                          shared_cpus=list(cpus)),
@@ -414,10 +449,15 @@ REFERENCE_STOCK = dataclasses.replace(
     description='reference host booted without rdt=l3cat: the kernel '
                 'turns L3 CAT off on this stepping (MBA and CMT+MBM only)')
 
+# The kernel knows SNC only on the models of quirks.SNC_MODELS, so this
+# host is a Sapphire Rapids: on the reference host's Cascade Lake the
+# kernel keeps monitoring per L3 whatever the firmware does.
 SNC2 = dataclasses.replace(
     REFERENCE, name='snc2', snc_ways=2,
-    description='the reference caches with Sub-NUMA Clustering, two nodes '
-                'per L3: monitoring per node (mon_sub_L3_*)')
+    cpu=CpuId('GenuineIntel', 6, 0x8f, 8), cmdline='',
+    description='Sapphire Rapids with the reference caches and Sub-NUMA '
+                'Clustering, two nodes per L3: monitoring per node '
+                '(mon_sub_L3_*, 6.11+)')
 
 CDP = dataclasses.replace(
     REFERENCE, name='cdp', cdp=True,
@@ -476,13 +516,22 @@ L3_CAT = dataclasses.replace(
     REFERENCE, name='l3-cat', mb=None, mon=None,
     description='reference caches with L3 CAT only: no MBA, no monitoring')
 
+# No x86 part rdt-virt knows reports more than 16 CLOSIDs; this one shows
+# what kernels before 6.16 do with more (closid_init() in
+# arch/x86/kernel/cpu/resctrl/rdtgroup.c: at most 32 usable).
+WIDE = dataclasses.replace(
+    REFERENCE, name='wide', mb=None,
+    l3=dataclasses.replace(REFERENCE.l3, num_closids=64),
+    description='reference caches whose L3 CAT reports 64 CLOSIDs, no '
+                'MBA: kernels before 6.16 use only 32 of them')
+
 MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
 PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, SNC2, CDP,
                                 MBA_MBPS, AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
-                                MONITORING)}
+                                WIDE, MONITORING)}
 
 
 class UnknownProfile(KeyError):

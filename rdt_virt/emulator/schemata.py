@@ -36,6 +36,9 @@ that leaves fewer than ``min_cbm_bits`` the mkdir fails with ``ENOSPC``.
 
 All functions are pure: *others* describes the other allocated CLOSIDs as
 ``(closid, mode, config)`` tuples where config is ``{schema: {dom: val}}``.
+*domains* are the online domain ids: a tuple for every schema, or a mapping
+``{schema name: ids}`` whose ``None`` entry serves the schemas not named
+(L2 caches are domains of their own, the others follow the L3 caches).
 """
 
 import errno
@@ -69,9 +72,17 @@ def default_value(profile, schema):
     return schema.resource.max_bandwidth
 
 
+def schema_domains(domains, schema):
+    """The online domain ids of *schema* (see the module's notes)."""
+    if isinstance(domains, dict):
+        return domains.get(schema.name, domains[None])
+    return domains
+
+
 def default_config(profile, domains):
     """Every schema at its default, on every online domain."""
-    return {s.name: {d: default_value(profile, s) for d in domains}
+    return {s.name: {d: default_value(profile, s)
+                     for d in schema_domains(domains, s)}
             for s in profile.schemas}
 
 
@@ -159,8 +170,9 @@ def parse_write(text, profile, domains, closid, mode, others, legacy=False):
         if schema is None or closid >= schema.num_closids:
             raise _err("Unknown or unsupported resource name '%s'\n"
                        % resname)
-        _parse_line(rest, schema, profile, domains, closid, mode, others,
-                    staged.setdefault(schema.name, {}), legacy)
+        _parse_line(rest, schema, profile, schema_domains(domains, schema),
+                    closid, mode, others, staged.setdefault(schema.name, {}),
+                    legacy)
     return staged
 
 
@@ -204,14 +216,15 @@ def init_config(profile, domains, closid, others):
     """
     config = {}
     for schema in profile.schemas:
+        doms = schema_domains(domains, schema)
         if not schema.is_cache:
             config[schema.name] = {d: default_value(profile, schema)
-                                   for d in domains}
+                                   for d in doms}
             continue
         res = schema.resource
         peer = _CDP_PEER.get(schema.name)
         values = {}
-        for dom in domains:
+        for dom in doms:
             new = used = res.shareable_bits
             for _closid, mode, cfg in others:
                 val = cfg.get(schema.name, {}).get(dom, 0)
@@ -239,7 +252,7 @@ def check_exclusive(profile, domains, closid, config, others):
         if not schema.is_cache:
             continue
         has_cache = True
-        for dom in domains:
+        for dom in schema_domains(domains, schema):
             cbm = config.get(schema.name, {}).get(dom, 0)
             if cbm_overlaps(profile, schema, dom, cbm, closid, others,
                             exclusive=False):
@@ -261,7 +274,7 @@ def format_schemata(profile, domains, config, closid, legacy=False):
             continue
         vals = config.get(schema.name, {})
         items = []
-        for dom in domains:
+        for dom in schema_domains(domains, schema):
             val = vals.get(dom, 0)
             if not legacy:
                 items.append('%d=%x' % (dom, val) if schema.is_cache
@@ -284,9 +297,12 @@ def format_size(profile, domains, config):
     for schema in profile.schemas:
         vals = config.get(schema.name, {})
         items = []
-        for dom in domains:
+        for dom in schema_domains(domains, schema):
             val = vals.get(dom, 0)
-            if schema.is_cache:
+            if schema.resource is profile.l2:
+                size = profile.geometry.l2_size
+                val = size // schema.resource.cbm_len * kparse.popcount(val)
+            elif schema.is_cache:
                 size = profile.domain(dom).l3_size
                 val = size // schema.resource.cbm_len * kparse.popcount(val)
             items.append('%d=%d' % (dom, val))
@@ -303,7 +319,7 @@ def format_bit_usage(schema, domains, allocs):
     """
     res = schema.resource
     parts = []
-    for dom in domains:
+    for dom in schema_domains(domains, schema):
         sw = excl = 0
         for _closid, mode, cfg in allocs:
             val = cfg.get(schema.name, {}).get(dom, 0)
@@ -339,6 +355,6 @@ def allowed_l3_bytes(profile, dom, config):
         return size
     mask = 0
     for schema in profile.schemas:
-        if schema.is_cache:
+        if schema.is_cache and schema.resource is profile.l3:
             mask |= config.get(schema.name, {}).get(dom, 0)
     return size // profile.l3.cbm_len * kparse.popcount(mask)

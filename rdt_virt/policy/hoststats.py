@@ -56,13 +56,20 @@ def encode(host):
              int(r.sparse_masks), [list(w) for w in r.way_sizes],
              list(r.domain_ids)]
             for r in caps.caches.values()],
+        # The unthrottled value last: AMD's comes from CPUID (1 << bw_len),
+        # so the scheduler must not assume 2048. Decoders of older stats
+        # without it fall back on the unit's usual value.
         'membw': [
             [r.name, r.num_closids, r.min_bandwidth, r.bandwidth_gran,
-             r.unit, list(r.domain_ids)]
+             r.unit, list(r.domain_ids), r.max_value]
             for r in caps.membw.values()],
         'monitor': ([caps.monitor.num_rmids, sorted(caps.monitor.features),
                      list(caps.monitor.domain_ids)]
                     if caps.monitor else None),
+        # What the kernel takes off num_closids (32 CLOSIDs before 6.16, the
+        # io_alloc CLOSID): headroom is relative to what groups can use.
+        'closid_limit': caps.closid_limit,
+        'io_alloc': int(caps.io_alloc),
         'free_closids': cap.free_closids,
         'free_rmids': cap.free_rmids,
         'free_masks': {res: {str(d): m for d, m in doms.items()}
@@ -97,11 +104,13 @@ def decode(stats):
                 domain_ids=tuple(doms),
                 way_sizes=tuple(tuple(w) for w in ways))
         membw = {}
-        for name, closids, min_bw, gran, unit, doms in doc['membw']:
+        for row in doc['membw']:
+            name, closids, min_bw, gran, unit, doms = row[:6]
             membw[name] = info.MemBwResource(
                 name=name, num_closids=closids, min_bandwidth=min_bw,
                 bandwidth_gran=gran, delay_linear=True,
-                thread_throttle_mode=None, unit=unit, domain_ids=tuple(doms))
+                thread_throttle_mode=None, unit=unit, domain_ids=tuple(doms),
+                max_value=int(row[6]) if len(row) > 6 else 0)
         monitor = None
         if doc['monitor']:
             rmids, features, doms = doc['monitor']
@@ -115,8 +124,10 @@ def decode(stats):
                         for res, doms in doc['free_masks'].items()},
             shared_groups=frozenset(doc['shared']))
         return HostRDT(
-            caps=info.HostCapabilities(caches=caches, membw=membw,
-                                       monitor=monitor),
+            caps=info.HostCapabilities(
+                caches=caches, membw=membw, monitor=monitor,
+                closid_limit=int(doc.get('closid_limit') or 0),
+                io_alloc=bool(doc.get('io_alloc'))),
             capacity=cap, strategy=doc['strategy'],
             monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'))
     except (ValueError, KeyError, TypeError):

@@ -95,7 +95,8 @@ def _chunks(tids):
 
 
 def _resctrl():
-    return fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix)
+    return fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix,
+                      osrelease=CONF.rdt.kernel_release_file)
 
 
 def _is_libvirt(name):

@@ -200,13 +200,18 @@ class Resctrl(object):
     :param prefix: name prefix of the groups rdt-virt owns (``[rdt]
         group_prefix``).
     :param mountinfo: where to read mounts from, for the mount options.
+    :param osrelease: where to read the kernel release from (``[rdt]
+        kernel_release_file``), for the limits no resctrl file shows
+        (:mod:`~rdt_virt.resctrl.release`).
     """
 
     def __init__(self, root='/sys/fs/resctrl', prefix='rdtvirt-',
-                 mountinfo='/proc/self/mountinfo'):
+                 mountinfo='/proc/self/mountinfo',
+                 osrelease='/proc/sys/kernel/osrelease'):
         self.root = os.path.abspath(root)
         self.prefix = prefix
         self._mountinfo = mountinfo
+        self._osrelease = osrelease
         self._lock = threading.RLock()
         self._lock_depth = 0
         self._lock_fd = None
@@ -325,6 +330,30 @@ class Resctrl(object):
             return frozenset()
         return parse_mount_options(text, os.path.realpath(self.root))
 
+    def kernel_release(self):
+        """The running kernel's release text, or None when unreadable."""
+        try:
+            with open(self._osrelease) as f:
+                return f.read().strip() or None
+        except (OSError, TypeError):
+            return None
+
+    def io_alloc_states(self):
+        """``((resource, text), ...)`` of every ``info/*/io_alloc`` file.
+
+        Writable at run time (6.19+): enabling it takes a CLOSID without
+        changing anything else under ``info/``.
+        """
+        base = os.path.join(self.root, 'info')
+        found = []
+        for res in sorted(os.listdir(base)):
+            try:
+                with open(os.path.join(base, res, 'io_alloc')) as f:
+                    found.append((res, f.read().strip()))
+            except OSError:
+                continue
+        return tuple(found)
+
     def read_info(self):
         """``{'L3/cbm_mask': '7ff', ...}`` for every file under ``info/``."""
         base = os.path.join(self.root, 'info')
@@ -372,7 +401,8 @@ class Resctrl(object):
             root_size=root_size,
             mount_options=self.mount_options(),
             mon_domain_ids=(self.mon_domain_ids()
-                            if 'L3_MON/num_rmids' in files else ()))
+                            if 'L3_MON/num_rmids' in files else ()),
+            kernel_release=self.kernel_release())
 
     # Groups ----------------------------------------------------------------
 

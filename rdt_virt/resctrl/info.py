@@ -31,7 +31,13 @@
   bandwidth; the others read ``Unassigned``.
 
 Every control group uses one CLOSID in every allocation resource, so the
-number of groups a host can hold is the minimum of ``num_closids`` over them.
+number of groups a host can hold is the minimum of ``num_closids`` over them,
+and two things the kernel takes off that (see :attr:`HostCapabilities.
+num_closids`): before 6.16 at most 32 CLOSIDs are usable
+(:mod:`~rdt_virt.resctrl.release`), and from 6.19, while a cache's
+``io_alloc`` file reads ``enabled`` (AMD SDCIAE), the kernel keeps the highest
+CLOSID for I/O traffic (``resctrl_io_alloc_closid()`` and
+``closid_alloc_fixed()`` in ``fs/resctrl/rdtgroup.c``): no group can get it.
 
 Memory bandwidth values come in three units. Intel MBA takes a percentage
 (``min_bandwidth``..100, in steps of ``bandwidth_gran``). Mounted with
@@ -52,6 +58,7 @@ import typing
 
 from rdt_virt import exception
 from rdt_virt.resctrl import bitmask
+from rdt_virt.resctrl import release as release_mod
 from rdt_virt.resctrl import schemata as schemata_mod
 
 # Cache resource name -> (level, type).
@@ -197,13 +204,27 @@ class HostCapabilities:
     membw: typing.Mapping[str, MemBwResource] = dataclasses.field(
         default_factory=dict)
     monitor: typing.Optional[MonitorCapability] = None
+    # The kernel's own limit on CLOSIDs (32 before 6.16), 0 for none.
+    closid_limit: int = 0
+    # A cache's io_alloc is enabled: the highest CLOSID serves I/O.
+    io_alloc: bool = False
+
+    @property
+    def kernel_closids(self):
+        """CLOSIDs the kernel uses: groups, default group and io_alloc."""
+        counts = [r.num_closids for r in self.caches.values()]
+        counts += [r.num_closids for r in self.membw.values()]
+        if not counts:
+            return 0
+        if self.closid_limit:
+            counts.append(self.closid_limit)
+        return min(counts)
 
     @property
     def num_closids(self):
         """Control groups the host can hold, the default group included."""
-        counts = [r.num_closids for r in self.caches.values()]
-        counts += [r.num_closids for r in self.membw.values()]
-        return min(counts) if counts else 0
+        count = self.kernel_closids
+        return max(count - 1, 0) if count and self.io_alloc else count
 
     @property
     def num_rmids(self):
@@ -383,8 +404,14 @@ def _monitor(info, mon_domain_ids):
             MONITOR_RESOURCE + '/mbm_assign_on_mkdir', '0').strip() == '1')
 
 
+def _io_alloc(info, caches):
+    # With CDP both L3CODE and L3DATA show it; either enabled counts.
+    return any(info.get(name + '/io_alloc', '').strip() == 'enabled'
+               for name in caches)
+
+
 def parse(info, root_schemata='', root_size='', mount_options=(),
-          mon_domain_ids=()):
+          mon_domain_ids=(), kernel_release=None):
     """Build :class:`HostCapabilities` from the contents of resctrl files.
 
     :param info: ``{'L3/cbm_mask': '7ff', 'MB/min_bandwidth': '10', ...}``:
@@ -394,6 +421,8 @@ def parse(info, root_schemata='', root_size='', mount_options=(),
     :param mount_options: options of the resctrl mount (``cdp``,
         ``mba_MBps``, ...).
     :param mon_domain_ids: ids of the ``mon_data/mon_L3_XX`` directories.
+    :param kernel_release: the text of ``/proc/sys/kernel/osrelease``, or
+        None when unknown (then no release-bound limit applies).
     :raises: InvalidCapabilities when a needed file is missing or garbled,
         InvalidSchemata when the root group's schemata or size is.
     """
@@ -406,4 +435,7 @@ def parse(info, root_schemata='', root_size='', mount_options=(),
              for name in MEMBW_RESOURCES if name in present}
     monitor = (_monitor(info, mon_domain_ids)
                if MONITOR_RESOURCE in present else None)
-    return HostCapabilities(caches=caches, membw=membw, monitor=monitor)
+    return HostCapabilities(
+        caches=caches, membw=membw, monitor=monitor,
+        closid_limit=release_mod.closid_limit(kernel_release),
+        io_alloc=_io_alloc(info, caches))

@@ -49,6 +49,18 @@ FEATURES = collections.OrderedDict([
 
 _SKYLAKE_X = 0x55
 
+#: Intel family 6 models on which the kernel looks for Sub-NUMA
+#: Clustering (``snc_cpu_ids`` in ``arch/x86/kernel/cpu/resctrl/
+#: monitor.c``, 6.11+): Ice Lake-SP, Sapphire Rapids, Emerald Rapids,
+#: Granite Rapids, Sierra Forest. Elsewhere (Skylake-SP and Cascade Lake
+#: included) monitoring stays per L3 even with SNC on in the firmware.
+SNC_MODELS = frozenset((0x6a, 0x8f, 0xcf, 0xad, 0xaf))
+
+
+def snc_capable(vendor, family, model):
+    """True where the kernel turns SNC into per-node monitoring."""
+    return vendor == 'GenuineIntel' and family == 6 and model in SNC_MODELS
+
 
 def parse_cpuinfo(text):
     """The first processor's identity and flags in ``/proc/cpuinfo``."""

@@ -105,6 +105,11 @@ class Sandbox(object):
         return self.paths.resctrl
 
     @property
+    def kernel_release_file(self):
+        """The emulated kernel's release (``[rdt] kernel_release_file``)."""
+        return self.paths.osrelease
+
+    @property
     def control(self):
         """A client of the emulator's control socket."""
         return control.ControlClient(self.paths.control)
@@ -155,7 +160,8 @@ class Sandbox(object):
                                     from_tree=self.from_tree,
                                     control_socket=self.paths.control,
                                     log_path=self.paths.log('emulator.log'),
-                                    mba_effect=self.mba_effect)
+                                    mba_effect=self.mba_effect,
+                                    osrelease=self.paths.osrelease)
         except emulator.EmulatorError as e:
             raise SandboxError('the emulated resctrl did not start: %s' % e)
         with open(self.paths.emulator_pid, 'w') as f:

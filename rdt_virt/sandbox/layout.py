@@ -18,6 +18,8 @@ A sandbox directory holds::
     resctrl/            the emulated resctrl, mounted in the host namespace
     emulator.pid        the process serving it
     emulator.sock       the emulator's control socket
+    osrelease           the emulated kernel's release ([rdt]
+                        kernel_release_file)
     log/                namespace.log, emulator.log
     ns/                 mount sources made inside the namespace
     private/etc/libvirt ... private/run/libvirt   libvirt's private dirs
@@ -71,6 +73,10 @@ class Paths(object):
     @property
     def resctrl(self):
         return os.path.join(self.base, 'resctrl')
+
+    @property
+    def osrelease(self):
+        return os.path.join(self.base, 'osrelease')
 
     @property
     def emulator_pid(self):

@@ -81,6 +81,7 @@ log_file = {dir}/agent.log
 
 [rdt]
 resctrl_root = {resctrl}
+kernel_release_file = {osrelease}
 mb_strategy = {strategy}
 default_group_l3_ways = 2
 monitoring = true
@@ -237,6 +238,7 @@ class Scenario(object):
         with open(conf, 'w') as f:
             f.write(AGENT_CONF.format(
                 dir=self.dir, resctrl=self.sandbox.resctrl_root,
+                osrelease=self.sandbox.kernel_release_file,
                 strategy=strategy, uri=self.sandbox.uri,
                 qemu_pid_dir=self.sandbox.paths.private('/run/libvirt') +
                 '/qemu', sample=self.sample_time))
@@ -255,7 +257,9 @@ class Scenario(object):
     def cli(self, *args):
         return subprocess.run(
             [sys.executable, '-W', 'ignore', '-m', 'rdt_virt.cmd.cli',
-             '--resctrl-root', self.sandbox.resctrl_root, '--state-file',
+             '--resctrl-root', self.sandbox.resctrl_root,
+             '--kernel-release-file', self.sandbox.kernel_release_file,
+             '--state-file',
              os.path.join(self.dir, 'state.json')] + list(args),
             check=True, capture_output=True, text=True).stdout
 

@@ -58,6 +58,7 @@ class AgentTestCase(emu_base.EmulatorTestCase):
         tmp = self.useFixture(fixtures.TempDir()).path
         self.state_file = os.path.join(tmp, 'state.json')
         self.flags(resctrl_root=self.root, state_file=self.state_file,
+                   kernel_release_file=self.emulator.handle.osrelease,
                    group='rdt')
         self.flags(proc_root=os.path.join(tmp, 'proc'), qemu_pid_dir=None,
                    retry_interval=0.0, sample_interval=1.0,

@@ -310,12 +310,17 @@ class CliTest(base.EmulatorTestCase):
         sock = os.path.join(work, 'control')
         cli = [sys.executable, '-m', 'rdt_virt.cmd.emulator']
         self.addCleanup(launcher.unmount, mnt, True)
+        release = os.path.join(work, 'osrelease')
         out = subprocess.run(cli + ['mount', '--profile', 'monitoring',
                                     '--control', sock, '--log-file',
-                                    os.path.join(work, 'emulator.log'), mnt],
+                                    os.path.join(work, 'emulator.log'),
+                                    '--kernel', '6.8', '--osrelease',
+                                    release, mnt],
                              capture_output=True, text=True, check=True)
         pid = int(out.stdout)
         self.assertTrue(launcher.is_mounted(mnt))
+        with open(release) as f:
+            self.assertEqual('6.8.0-rdt-virt-emulated\n', f.read())
         self.assertEqual('', open(os.path.join(mnt, 'schemata')).read())
         out = subprocess.run(cli + ['ctl', '--control', sock, 'ping'],
                              capture_output=True, text=True, check=True)

@@ -89,6 +89,10 @@ class TestSandbox(emulated.SandboxTestCase):
         with open(os.path.join(private, 'qemu.conf')) as f:
             self.assertIn('user = "root"', f.read())
         self.assertNotEqual(layout.mntns(), layout.mntns(self.sb.sandbox.pid))
+        # The release it emulates, for [rdt] kernel_release_file.
+        with open(self.sb.sandbox.kernel_release_file) as f:
+            self.assertRegex(f.read(),
+                             r'^[0-9]+\.[0-9]+\.0-rdt-virt-emulated\n$')
 
     def test_burning_guest_uses_cpu_and_idle_guest_does_not(self):
         burn = self.sb.boot('burn', program='burn')

@@ -52,6 +52,31 @@ class TestCLI(base.TestCase):
         self.assertEqual('percent', doc['membw']['MB']['unit'])
         self.assertIn('MBM_TOTAL', doc['features'])
 
+    def test_capabilities_explain_the_closids_the_kernel_takes(self):
+        for res in ('L3', 'MB'):
+            with open(os.path.join(self.root, 'info', res, 'num_closids'),
+                      'w') as f:
+                f.write('64\n')
+        with open(os.path.join(self.root, 'info', 'L3', 'io_alloc'),
+                  'w') as f:
+            f.write('enabled\n')
+        release = os.path.join(os.path.dirname(self.root), 'osrelease')
+        with open(release, 'w') as f:
+            f.write('6.8.0-45-generic\n')
+        code, text = self.run_cli('--kernel-release-file', release,
+                                  'capabilities')
+        self.assertEqual(0, code)
+        self.assertIn('CLOSIDs:    31   RMIDs: 192', text)
+        self.assertIn('Linux 6.8.0-45-generic uses at most 32 CLOSIDs',
+                      text)
+        self.assertIn('io_alloc is enabled', text)
+        code, text = self.run_cli('--kernel-release-file', release,
+                                  'capabilities', '--json')
+        doc = json.loads(text)
+        self.assertEqual(('6.8.0-45-generic', 32, True, 31), (
+            doc['kernel_release'], doc['closid_limit'], doc['io_alloc'],
+            doc['num_closids']))
+
     def test_capabilities_explain_the_intel_quirk(self):
         # A Xeon Gold 6252 (Cascade Lake): Linux leaves L3 CAT off.
         proc = self.useFixture(fixtures.TempDir()).path

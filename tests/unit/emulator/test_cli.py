@@ -43,9 +43,9 @@ class CliTest(fakes.ModelTestCase):
         lines = self.stdout.getvalue().splitlines()
         self.assertEqual(['amd', 'amd-mb4096', 'amd-zen5', 'cdp', 'l3-cat',
                           'mba-mbps', 'monitoring', 'reference',
-                          'reference-stock', 'snc2'],
+                          'reference-stock', 'snc2', 'wide'],
                          [line.split()[0] for line in lines])
-        self.assertIn('Xeon Gold 6252', lines[-3])
+        self.assertIn('Xeon Gold 6252', lines[-4])
 
     def test_topology(self):
         self.assertEqual(0, self.run_cli('topology', '--profile', 'amd',

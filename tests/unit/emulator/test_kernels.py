@@ -23,6 +23,13 @@ from tests.unit.emulator import fakes
 
 class SpecTest(base.TestCase):
 
+    def test_osrelease_names_the_base_release(self):
+        # The agent reads limits no resctrl file shows from it.
+        self.assertEqual('6.1.0-rdt-virt-emulated',
+                         kernels.get_kernel('6.1+bw_validate').osrelease)
+        self.assertTrue(kernels.get_kernel('newest').osrelease.startswith(
+            kernels.NEWEST + '.'))
+
     def test_releases(self):
         self.assertEqual(frozenset(), kernels.get_kernel('5.14').features)
         self.assertEqual(frozenset(), kernels.get_kernel('6.1').features)

@@ -28,6 +28,7 @@ class ProfileTest(base.TestCase):
         'amd-mb4096': (('SMBA', 'MB', 'L3'), 16, 4, (), 256),
         'amd-zen5': (('SMBA', 'MB', 'L3'), 16, 4, (), 256),
         'l3-cat': (('L3',), 16, 6, (), None),
+        'wide': (('L3',), 64, 6, (), 192),
         'monitoring': ((), 0, 0, (), 192),
     }
 

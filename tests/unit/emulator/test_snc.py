@@ -12,6 +12,10 @@
 
 """Sub-NUMA Clustering (6.11): monitoring per node under each L3."""
 
+import dataclasses
+import errno
+
+from rdt_virt.emulator import profiles
 from tests.unit.emulator import fakes
 
 GIB = 1024 ** 3
@@ -52,6 +56,26 @@ class SncTest(fakes.ModelTestCase):
                          self.read(base + 'mbm_total_bytes'))
         self.assertEqual('0\n', self.read(
             '/g1/mon_data/mon_L3_01/mon_sub_L3_02/mbm_total_bytes'))
+
+    def test_only_on_the_models_the_kernel_knows(self):
+        # snc_cpu_ids: not the reference host's Cascade Lake, where the
+        # kernel keeps monitoring per L3 whatever the firmware does.
+        clx = dataclasses.replace(
+            profiles.SNC2, cpu=profiles.REFERENCE.cpu)
+        tree = fakes.tree.ResctrlTree(self.make_model(clx))
+        self.assertEqual('192\n', tree.read('/info/L3_MON/num_rmids'))
+        self.assertEqual(['llc_occupancy', 'mbm_total_bytes',
+                          'mbm_local_bytes'],
+                         tree.readdir('/mon_data/mon_L3_00'))
+
+    def test_mba_mbps_is_refused(self):
+        # MBA stays per L3 while monitoring is per node.
+        mbps = dataclasses.replace(profiles.SNC2, mba_mbps=True)
+        e = self.assertRaises(fakes.kparse.KernelError, self.make_model,
+                              mbps)
+        self.assertEqual(errno.EINVAL, e.errno)
+        # Before 6.11 the kernel knew no SNC and mounted.
+        self.make_model(mbps, kernel='6.8')
 
     def test_before_6_11(self):
         tree = fakes.tree.ResctrlTree(self.make_model('snc2', kernel='6.8'))

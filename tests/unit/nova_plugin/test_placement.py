@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
+
 from nova.compute import provider_tree
 from nova import exception as nova_exception
 from nova import objects
@@ -62,6 +64,22 @@ class TestUpdateInventory(base.TestCase):
         # The default group, the foreign group and the filter-only
         # instance.
         self.assertEqual(3, inv['CUSTOM_RDT_CLOSID']['reserved'])
+
+    def test_closids_the_kernel_takes(self):
+        amd = fakes.AMD
+        wide = {n: dataclasses.replace(r, num_closids=64)
+                for n, r in amd.membw.items()}
+        l3 = {n: dataclasses.replace(r, num_closids=64)
+              for n, r in amd.caches.items()}
+        # Before 6.16 only 32 of 64 exist: that is the total.
+        old = dataclasses.replace(amd, caches=l3, membw=wide,
+                                  closid_limit=32)
+        inv = self.update(caps=old, free=31)['CUSTOM_RDT_CLOSID']
+        self.assertEqual((32, 1), (inv['total'], inv['reserved']))
+        # io_alloc's CLOSID exists but is never Nova's: reserved.
+        io = dataclasses.replace(amd, io_alloc=True)
+        inv = self.update(caps=io, free=14)['CUSTOM_RDT_CLOSID']
+        self.assertEqual((16, 2), (inv['total'], inv['reserved']))
 
     def test_host_without_rdt(self):
         inv = self.update(caps=fakes.NONE, free=0)

@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
+
 from rdt_virt import exception
 from rdt_virt.policy import capacity
 from rdt_virt.policy import extra_specs as es
@@ -162,6 +164,35 @@ class TestHostStats(base.TestCase):
         policy = P(cache_l3=4096, mem_bw=15)
         self.assertEqual(fit.fit(policy, hosts.REFERENCE),
                          fit.fit(policy, back.caps))
+
+    def test_closids_the_kernel_takes_survive_the_stats(self):
+        # 64 CLOSIDs in info/, 32 usable before 6.16, one of them for I/O.
+        l3 = dataclasses.replace(hosts.AMD.caches['L3'], num_closids=64)
+        mbs = {n: dataclasses.replace(r, num_closids=64)
+               for n, r in hosts.AMD.membw.items()}
+        caps = dataclasses.replace(hosts.AMD, caches={'L3': l3}, membw=mbs,
+                                   closid_limit=32, io_alloc=True)
+        cap = capacity.from_state(caps, {None: {}}, 0, PREFIX)
+        self.assertEqual(30, cap.free_closids)
+        back = hoststats.decode(hoststats.encode(
+            hoststats.HostRDT(caps, cap, 'per-instance', True)))
+        self.assertEqual((31, 32), (back.caps.num_closids,
+                                    back.caps.kernel_closids))
+        self.assertEqual((32, True), (back.caps.closid_limit,
+                                      back.caps.io_alloc))
+
+    def test_decoded_amd_host_keeps_the_hardware_unlimited_value(self):
+        # CPUID gives 1 << bw_len; a 12-bit field makes 4096 unlimited,
+        # so 300000 MBps (2400 units) is a throttle, not a cap at 2048.
+        mb = dataclasses.replace(hosts.AMD.mb, max_value=4096)
+        caps = dataclasses.replace(hosts.AMD, membw={'MB': mb})
+        cap = capacity.from_state(caps, {None: {}}, 0, PREFIX)
+        back = hoststats.decode(hoststats.encode(
+            hoststats.HostRDT(caps, cap, 'per-instance', True)))
+        self.assertEqual(4096, back.caps.mb.max_bandwidth)
+        policy = P(mem_bw_mbps=300000)
+        self.assertEqual(2400, fit.fit(policy, caps).mem_bw.value)
+        self.assertEqual(fit.fit(policy, caps), fit.fit(policy, back.caps))
 
     def test_garbage_and_absent(self):
         for stats in ({}, None, {'rdt_virt': ''}, {'rdt_virt': '{'},

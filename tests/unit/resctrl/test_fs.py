@@ -303,6 +303,22 @@ class TestMountInfo(ResctrlTestCase):
         options = self._options([mountinfo_line(root, ('cdp',))], root)
         self.assertIn('cdp', options)
 
+    def test_kernel_release_limits_closids(self):
+        tree = os.path.join(tempfile.mkdtemp(), 'resctrl')
+        shutil.copytree(variants.path('l3-cat'), tree)
+        with open(os.path.join(tree, 'info', 'L3', 'num_closids'), 'w') as f:
+            f.write('64\n')
+        release = os.path.join(tempfile.mkdtemp(), 'osrelease')
+        for text, expected in (('6.8.0-45-generic\n', 32),
+                               ('6.16.2\n', 64), (None, 64)):
+            if text is not None:
+                with open(release, 'w') as f:
+                    f.write(text)
+            rc = fs.Resctrl(tree, osrelease=release if text else
+                            '/nonexistent/osrelease')
+            self.assertEqual(text and text.strip(), rc.kernel_release())
+            self.assertEqual(expected, rc.capabilities().num_closids, text)
+
     def test_unreadable_mountinfo(self):
         rc = fs.Resctrl('/sys/fs/resctrl', mountinfo='/nonexistent/mi')
         self.assertEqual(frozenset(), rc.mount_options())

@@ -167,6 +167,42 @@ class TestParse(base.TestCase):
             self.assertEqual(expected,
                              info.parse(files, self.ROOT).num_closids)
 
+    def test_kernels_before_6_16_use_at_most_32_closids(self):
+        # closid_init() started from 32 until the free map became a bitmap.
+        files = dict(self.INFO, **{'L3/num_closids': '64',
+                                   'MB/num_closids': '64'})
+        for release, expected in [('6.1.0-18-amd64', 32),
+                                  ('5.14.0-427.el9.x86_64', 32),
+                                  ('6.15.9', 32), ('6.16.0', 64),
+                                  ('7.0.1-arch1', 64), (None, 64),
+                                  ('garbage', 64)]:
+            caps = info.parse(files, self.ROOT, kernel_release=release)
+            self.assertEqual((expected, expected),
+                             (caps.num_closids, caps.kernel_closids),
+                             release)
+            # What the info files say is kept as it is.
+            self.assertEqual(64, caps.caches['L3'].num_closids)
+        # Fewer than 32: the hardware's count, on every release.
+        caps = info.parse(self.INFO, self.ROOT, kernel_release='5.15.0')
+        self.assertEqual(8, caps.num_closids)
+
+    def test_enabled_io_alloc_takes_a_closid(self):
+        amd = {'L3/cbm_mask': 'ffff', 'L3/num_closids': '16',
+               'L3/io_alloc': 'disabled', 'MB/min_bandwidth': '0',
+               'MB/num_closids': '16', 'MB/bandwidth_gran': '1'}
+        root = 'L3:0=ffff;1=ffff\nMB:0=2048;1=2048\n'
+        self.assertEqual((16, 16), (
+            info.parse(amd, root).num_closids,
+            info.parse(amd, root).kernel_closids))
+        for text in ('enabled', 'enabled\n'):
+            caps = info.parse(dict(amd, **{'L3/io_alloc': text}), root)
+            self.assertTrue(caps.io_alloc)
+            self.assertEqual((15, 16),
+                             (caps.num_closids, caps.kernel_closids))
+        caps = info.parse(dict(amd, **{'L3/io_alloc': 'not supported'}),
+                          root)
+        self.assertEqual(16, caps.num_closids)
+
     def test_defaults_for_optional_files(self):
         files = {'L3/cbm_mask': 'fffff', 'L3/num_closids': '4'}
         res = info.parse(files, 'L3:0=fffff\n').caches['L3']
