@@ -40,6 +40,7 @@ import threading
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova import exception as nova_exception
+from nova import objects
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_concurrency import lockutils
 from oslo_log import log as logging
@@ -478,6 +479,98 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             with self._rdt_sets_lock:
                 self._rdt_pending.pop(instance.uuid, None)
 
+    def check_can_live_migrate_destination(self, context, instance,
+                                           src_compute_info, dst_compute_info,
+                                           *args, **kwargs):
+        # The destination, before the conductor commits to it: refusing
+        # with MigrationPreCheckError makes it try the next host.
+        self._rdt_precheck_incoming(instance, src_compute_info)
+        return super().check_can_live_migrate_destination(
+            context, instance, src_compute_info, dst_compute_info,
+            *args, **kwargs)
+
+    def _rdt_precheck_incoming(self, instance, src_compute_info):
+        """Refuse a live migration here if the instance's plan cannot fit.
+
+        The check pre_live_migration's claim repeats; nothing is claimed
+        yet.
+
+        :raises: MigrationPreCheckError with the reason.
+        """
+        try:
+            policy = policy_of(instance.flavor)
+        except exception.InvalidExtraSpec as e:
+            raise nova_exception.MigrationPreCheckError(
+                reason='flavor %s: %s' % (instance.flavor.name, e.message))
+        if policy.is_empty:
+            return
+        with lockutils.lock(LOCK):
+            state = self._rdt_state()
+            try:
+                plan = self._rdt_fit(policy, state.caps)
+                self._rdt_available(state, instance.uuid).check(plan)
+            except (exception.HostCannotServe,
+                    exception.CapacityExhausted) as e:
+                LOG.warning('Refusing a live migration to this host: %s',
+                            e.message, instance=instance)
+                raise nova_exception.MigrationPreCheckError(
+                    reason='RDT on %s: %s' % (self._rdt_hostname or
+                                              'the destination', e.message))
+        source = hoststats.decode((src_compute_info or {}).get('stats'))
+        if source is not None:
+            try:
+                source_plan = fit_mod.fit(policy, source.caps,
+                                          source.strategy, source.monitoring)
+            except exception.HostCannotServe:
+                source_plan = None
+            if source_plan != plan:
+                LOG.info('The instance gets this host\'s RDT plan (%s) '
+                         'in place of its source\'s', _describe(plan),
+                         instance=instance)
+
+    def _live_migration_operation(self, context, instance, dest,
+                                  block_migration, migrate_data, guest,
+                                  device_names):
+        # The source: Nova starts the destination's XML from the migratable
+        # XML of the running guest, which carries this host's cache ids,
+        # sizes and memory bandwidth nodes. The guest handed on gives the
+        # destination's plan instead.
+        elements = self._rdt_destination_elements(context, instance, dest)
+        if elements is not None:
+            guest = MigratingGuest(guest, elements)
+        return super()._live_migration_operation(
+            context, instance, dest, block_migration, migrate_data, guest,
+            device_names)
+
+    def _rdt_destination_elements(self, context, instance, dest):
+        """The RDT elements of ``instance`` on host ``dest``, or None.
+
+        From what ``dest`` reports (its capabilities, strategy and
+        monitoring default), the same fit its pre_live_migration claimed
+        with.
+
+        :raises: MigrationError when ``dest`` reports no RDT or cannot
+            serve the flavor (its pre-check would have refused it).
+        """
+        policy = policy_of(instance.flavor)
+        if policy.is_empty:
+            return None
+        try:
+            nodes = objects.ComputeNodeList.get_all_by_host(context, dest)
+            reported = [hoststats.decode(node.stats) for node in nodes]
+            rdt = next(r for r in reported if r is not None)
+            plan = fit_mod.fit(policy, rdt.caps, rdt.strategy,
+                               rdt.monitoring)
+        except (nova_exception.NovaException, StopIteration,
+                exception.HostCannotServe) as e:
+            raise nova_exception.MigrationError(
+                reason='cannot plan the RDT resources of the instance on '
+                       '%s: %s' % (dest, getattr(e, 'message', None) or
+                                   'it reports no RDT'))
+        LOG.info('Live migrating with the RDT plan of %s: %s', dest,
+                 _describe(plan), instance=instance)
+        return xml_mod.elements(policy, plan, instance.flavor.vcpus)
+
     def pre_live_migration(self, context, instance, *args, **kwargs):
         # The destination's claim; the instance stays busy until the
         # migration ends here (post_live_migration_at_destination) or is
@@ -510,6 +603,16 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 context, instance, *args, **kwargs)
         finally:
             self._rdt_unbusy(instance.uuid)
+
+    def post_live_migration_at_source(self, context, instance,
+                                      network_info):
+        # The instance runs at the destination now; Nova does not call
+        # cleanup() here when the instance path is shared.
+        try:
+            return super().post_live_migration_at_source(
+                context, instance, network_info)
+        finally:
+            self._rdt_release(instance)
 
     def _rdt_unbusy(self, uuid):
         with self._rdt_sets_lock:
@@ -618,6 +721,26 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             provider_tree.remove_traits(nodename, *stale)
         if wanted - set(current):
             provider_tree.add_traits(nodename, *wanted)
+
+
+class MigratingGuest(object):
+    """A Guest whose migratable XML carries another host's RDT elements.
+
+    Everything else is the wrapped guest's.
+    """
+
+    def __init__(self, guest, elements):
+        self._guest = guest
+        self._rdt_elements = elements
+
+    def get_xml_desc(self, *args, **kwargs):
+        xml = self._guest.get_xml_desc(*args, **kwargs)
+        if kwargs.get('dump_migratable'):
+            xml = xml_mod.replace(xml, self._rdt_elements)
+        return xml
+
+    def __getattr__(self, name):
+        return getattr(self._guest, name)
 
 
 def _describe(plan):
