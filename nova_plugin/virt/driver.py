@@ -36,6 +36,7 @@ instances without RDT extra specs as the plain libvirt driver does.
 
 import contextlib
 import threading
+import time
 
 from nova.compute import task_states
 from nova.compute import vm_states
@@ -55,6 +56,7 @@ from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities as libvirt_caps
 from rdt_virt.libvirt import elements as xml_mod
+from rdt_virt.policy import default_group
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
 from rdt_virt.policy import hoststats
@@ -66,6 +68,8 @@ LOG = logging.getLogger(__name__)
 # capacity a claim checks is the capacity the report shows.
 LOCK = 'rdt-virt-claims'
 TRAIT_PREFIX = 'CUSTOM_RDT_'
+# Seconds between two looks at resctrl while waiting for it at start.
+READY_POLL_INTERVAL = 0.5
 
 
 class CapacityReschedule(nova_exception.GroupAffinityViolation):
@@ -111,6 +115,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         self._rdt_strategy = conf.rdt.mb_strategy
         self._rdt_monitoring = conf.rdt.monitoring
         self._rdt_state_file = conf.rdt.state_file
+        self._rdt_ready_timeout = conf.rdt.host_ready_timeout
+        self._rdt_reserved_ways = conf.rdt.default_group_l3_ways
         # {resctrl resource: ids} libvirt accepts; read from libvirt's host
         # capabilities at the first use and at every resource report.
         self._rdt_libvirt_ids = None
@@ -622,7 +628,105 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def init_host(self, host):
         self._rdt_hostname = host
         super().init_host(host)
+        self._rdt_wait_for_host()
         self._rdt_adopt_domains()
+
+    def _rdt_wait_for_host(self):
+        """Wait until the host's RDT can serve the domains defined here.
+
+        After a host reboot, nova-compute may start before resctrl is
+        mounted or before rdt-virt-agent has shrunk the default group to
+        its reserved ways; the domains it then counts and starts again
+        (``resume_guests_state_on_host_boot``) would find no RDT, or no
+        free ways, and go to ERROR. Only hosts with domains that have an
+        RDT policy wait, at most ``[rdt] host_ready_timeout`` seconds; if
+        the ways are still not reserved then, the driver reserves them.
+        """
+        policies = []
+        try:
+            domains = self._host.list_instance_domains(only_running=False)
+        except Exception as e:
+            LOG.warning('Cannot list the domains defined here: %s', e)
+            domains = []
+        for dom in domains:
+            try:
+                policy = xml_mod.policy_from_domain(dom.XMLDesc(0))
+            except Exception:
+                continue
+            if policy is not None and not policy.is_empty:
+                policies.append(policy)
+        if not policies or not self._rdt_ready_timeout:
+            return
+        ways = self._rdt_reserved_ways if any(
+            p.wants_cache for p in policies) else 0
+        start = time.monotonic()
+        deadline = start + self._rdt_ready_timeout
+        missing = self._rdt_host_missing(ways)
+        if missing is None:
+            return
+        LOG.warning('Waiting up to %d s for %s before counting and starting '
+                    'the %d domains with an RDT policy defined here',
+                    self._rdt_ready_timeout, missing, len(policies))
+        while missing is not None and time.monotonic() < deadline:
+            time.sleep(READY_POLL_INTERVAL)
+            missing = self._rdt_host_missing(ways)
+        if missing is None:
+            LOG.info('The host\'s RDT is ready after %.1f s',
+                     time.monotonic() - start)
+            return
+        if not self._rdt_resctrl.is_mounted():
+            LOG.error('resctrl is still not mounted at %s after %d s: the '
+                      'domains with an RDT policy cannot start. Check that '
+                      'sys-fs-resctrl.mount is enabled.',
+                      self._rdt_resctrl.root, self._rdt_ready_timeout)
+            return
+        self._rdt_reserve_ways(ways)
+
+    def _rdt_reserved(self, ways):
+        """The default group's reserved schemata, or {} for none."""
+        if not ways:
+            return {}
+        try:
+            return default_group.reserved_schemata(
+                self._rdt_resctrl.capabilities(), ways)
+        except exception.InvalidConfig as e:
+            LOG.error('%s; the default group keeps its L3 mask', e)
+            return {}
+
+    def _rdt_host_missing(self, ways):
+        """What the host lacks for RDT domains to start, or None."""
+        if not self._rdt_resctrl.is_mounted():
+            return 'resctrl to be mounted at %s' % self._rdt_resctrl.root
+        try:
+            reserved = self._rdt_reserved(ways)
+            if reserved and default_group.needs_update(
+                    self._rdt_resctrl.read_schemata(None), reserved):
+                return ('rdt-virt-agent to leave the default resctrl group '
+                        'its %d reserved L3 ways ([rdt] '
+                        'default_group_l3_ways)' % ways)
+        except (OSError, exception.RDTVirtException) as e:
+            return 'resctrl to be readable (%s)' % e
+        return None
+
+    def _rdt_reserve_ways(self, ways):
+        """Shrink the default group to its reserved ways as the agent does."""
+        reserved = self._rdt_reserved(ways)
+        try:
+            current = self._rdt_resctrl.read_schemata(None)
+            for res, doms in reserved.items():
+                current.setdefault(res, {}).update(doms)
+            self._rdt_resctrl.write_schemata(None, current)
+        except (OSError, exception.RDTVirtException) as e:
+            LOG.error('rdt-virt-agent did not reserve the default group\'s '
+                      '%d L3 ways within %d s and nova-compute cannot do it '
+                      '(%s): instances with cache allocations may fail to '
+                      'start. Check rdt-virt-agent.service.', ways,
+                      self._rdt_ready_timeout, e)
+            return
+        LOG.warning('rdt-virt-agent did not reserve the default group\'s %d '
+                    'L3 ways within %d s: nova-compute reserved them itself. '
+                    'Check rdt-virt-agent.service.', ways,
+                    self._rdt_ready_timeout)
 
     def _rdt_adopt_domains(self):
         """Rebuild the claims of the domains defined here after a restart.
