@@ -25,6 +25,8 @@ from nova.tests.functional.api import client
 from tests.functional.nova import base
 
 MB10 = {'hw:mem_bw': '10'}
+# One way of each L3 cache (3328 KiB) and 10% of each node's bandwidth.
+CACHE_MB10 = {'hw:cache_l3': '3328', 'hw:mem_bw': '10'}
 
 
 def _one_socket(free):
@@ -43,15 +45,22 @@ class RDTLiveMigrationTest(base.RDTServersTestBase):
 
     def test_destination_plan_in_the_migrated_xml(self):
         self.start_rdt_compute('a', prepare=base.leave_closids(2))
-        # One memory bandwidth node where the source has two.
+        # One L3 cache and one memory bandwidth node where the source has
+        # two of each.
         self.start_rdt_compute('b', prepare=_one_socket(1),
                                rdt_xml=base.ONE_SOCKET_XML)
-        server = self.boot(self.flavor(MB10), host='a')
-        self.assertIn('<node id="1" bandwidth="10"/>',
-                      self.domain_xml(server))
+        server = self.boot(self.flavor(CACHE_MB10), host='a')
+        xml = etree.fromstring(self.domain_xml(server))
+        self.assertEqual(['0', '1'], [cache.get('id') for cache in
+                                      xml.iterfind('cputune/cachetune/cache')])
+        self.assertEqual(['0', '1'], [node.get('id') for node in
+                                      xml.iterfind('cputune/memorytune/node')])
         server = self._live_migrate(server, host='b')
         self.assertEqual('b', server['OS-EXT-SRV-ATTR:host'])
         xml = etree.fromstring(self.migrated_xmls[-1])
+        self.assertEqual([('0', '3328')], [
+            (cache.get('id'), cache.get('size'))
+            for cache in xml.iterfind('cputune/cachetune/cache')])
         self.assertEqual(['0'], [node.get('id') for node in xml.iterfind(
             'cputune/memorytune/node')])
         self.assertEqual({server['id']}, set(self.claims('b')))
