@@ -712,10 +712,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         """Shrink the default group to its reserved ways as the agent does."""
         reserved = self._rdt_reserved(ways)
         try:
-            current = self._rdt_resctrl.read_schemata(None)
-            for res, doms in reserved.items():
-                current.setdefault(res, {}).update(doms)
-            self._rdt_resctrl.write_schemata(None, current)
+            # A partial schemata: the kernel changes only these lines.
+            self._rdt_resctrl.write_schemata(None, reserved)
         except (OSError, exception.RDTVirtException) as e:
             LOG.error('rdt-virt-agent did not reserve the default group\'s '
                       '%d L3 ways within %d s and nova-compute cannot do it '

@@ -83,12 +83,18 @@ class RDTHostBootTest(base.RDTServersTestBase):
 
     def setUp(self):
         super().setUp()
-        # The kernel computes the default group's size from its schemata,
-        # also after nova-compute writes it; a plain tree does not.
+        # The kernel merges a partial schemata write into the group's
+        # schemata and computes the default group's size from it; a plain
+        # tree does neither.
         write = fs.Resctrl.write_schemata
 
         def write_schemata(resctrl, group, update):
-            write(resctrl, group, update)
+            if isinstance(update, str):
+                update = schemata.parse(update)
+            merged = resctrl.read_schemata(group)
+            for res, doms in update.items():
+                merged.setdefault(res, {}).update(doms)
+            write(resctrl, group, merged)
             if group is None:
                 _sizes(resctrl.root)
 
