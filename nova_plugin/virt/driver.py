@@ -26,6 +26,11 @@ Load it with ``[DEFAULT] compute_driver = rdtvirt.RDTLibvirtDriver`` (see
 * reports capabilities and free capacity in the ``rdt_virt`` compute node
   stat for RDTFilter and RDTWeigher, and ``CUSTOM_RDT_*`` traits on its
   resource provider.
+* refuses a live migration it cannot fit in Nova's destination pre-check,
+  and sends the destination's own plan (cache ids and sizes, memory
+  bandwidth nodes) in the migrated domain XML;
+* waits at start, when RDT domains are defined, for resctrl and the
+  default group's reserved ways (``[rdt] host_ready_timeout``);
 * reports its CLOSIDs as ``CUSTOM_RDT_CLOSID`` inventory in Placement, and
   refuses flavors whose ``hw:`` and Placement keys disagree
   (:mod:`nova_plugin.virt.placement`).
