@@ -26,6 +26,11 @@ Load it with ``[DEFAULT] compute_driver = rdtvirt.RDTLibvirtDriver`` (see
 * reports capabilities and free capacity in the ``rdt_virt`` compute node
   stat for RDTFilter and RDTWeigher, and ``CUSTOM_RDT_*`` traits on its
   resource provider.
+* refuses a live migration it cannot fit in Nova's destination pre-check,
+  and sends the destination's own plan (cache ids and sizes, memory
+  bandwidth nodes) in the migrated domain XML;
+* waits at start, when RDT domains are defined, for resctrl and the
+  default group's reserved ways (``[rdt] host_ready_timeout``);
 * reports its CLOSIDs as ``CUSTOM_RDT_CLOSID`` inventory in Placement, and
   refuses flavors whose ``hw:`` and Placement keys disagree
   (:mod:`nova_plugin.virt.placement`).
@@ -36,10 +41,12 @@ instances without RDT extra specs as the plain libvirt driver does.
 
 import contextlib
 import threading
+import time
 
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova import exception as nova_exception
+from nova import objects
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_concurrency import lockutils
 from oslo_log import log as logging
@@ -54,6 +61,7 @@ from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities as libvirt_caps
 from rdt_virt.libvirt import elements as xml_mod
+from rdt_virt.policy import default_group
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
 from rdt_virt.policy import hoststats
@@ -65,6 +73,8 @@ LOG = logging.getLogger(__name__)
 # capacity a claim checks is the capacity the report shows.
 LOCK = 'rdt-virt-claims'
 TRAIT_PREFIX = 'CUSTOM_RDT_'
+# Seconds between two looks at resctrl while waiting for it at start.
+READY_POLL_INTERVAL = 0.5
 
 
 class CapacityReschedule(nova_exception.GroupAffinityViolation):
@@ -110,6 +120,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         self._rdt_strategy = conf.rdt.mb_strategy
         self._rdt_monitoring = conf.rdt.monitoring
         self._rdt_state_file = conf.rdt.state_file
+        self._rdt_ready_timeout = conf.rdt.host_ready_timeout
+        self._rdt_reserved_ways = conf.rdt.default_group_l3_ways
         # {resctrl resource: ids} libvirt accepts; read from libvirt's host
         # capabilities at the first use and at every resource report.
         self._rdt_libvirt_ids = None
@@ -478,6 +490,98 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             with self._rdt_sets_lock:
                 self._rdt_pending.pop(instance.uuid, None)
 
+    def check_can_live_migrate_destination(self, context, instance,
+                                           src_compute_info, dst_compute_info,
+                                           *args, **kwargs):
+        # The destination, before the conductor commits to it: refusing
+        # with MigrationPreCheckError makes it try the next host.
+        self._rdt_precheck_incoming(instance, src_compute_info)
+        return super().check_can_live_migrate_destination(
+            context, instance, src_compute_info, dst_compute_info,
+            *args, **kwargs)
+
+    def _rdt_precheck_incoming(self, instance, src_compute_info):
+        """Refuse a live migration here if the instance's plan cannot fit.
+
+        The check pre_live_migration's claim repeats; nothing is claimed
+        yet.
+
+        :raises: MigrationPreCheckError with the reason.
+        """
+        try:
+            policy = policy_of(instance.flavor)
+        except exception.InvalidExtraSpec as e:
+            raise nova_exception.MigrationPreCheckError(
+                reason='flavor %s: %s' % (instance.flavor.name, e.message))
+        if policy.is_empty:
+            return
+        with lockutils.lock(LOCK):
+            state = self._rdt_state()
+            try:
+                plan = self._rdt_fit(policy, state.caps)
+                self._rdt_available(state, instance.uuid).check(plan)
+            except (exception.HostCannotServe,
+                    exception.CapacityExhausted) as e:
+                LOG.warning('Refusing a live migration to this host: %s',
+                            e.message, instance=instance)
+                raise nova_exception.MigrationPreCheckError(
+                    reason='RDT on %s: %s' % (self._rdt_hostname or
+                                              'the destination', e.message))
+        source = hoststats.decode((src_compute_info or {}).get('stats'))
+        if source is not None:
+            try:
+                source_plan = fit_mod.fit(policy, source.caps,
+                                          source.strategy, source.monitoring)
+            except exception.HostCannotServe:
+                source_plan = None
+            if source_plan != plan:
+                LOG.info('The instance gets this host\'s RDT plan (%s) '
+                         'in place of its source\'s', _describe(plan),
+                         instance=instance)
+
+    def _live_migration_operation(self, context, instance, dest,
+                                  block_migration, migrate_data, guest,
+                                  device_names):
+        # The source: Nova starts the destination's XML from the migratable
+        # XML of the running guest, which carries this host's cache ids,
+        # sizes and memory bandwidth nodes. The guest handed on gives the
+        # destination's plan instead.
+        elements = self._rdt_destination_elements(context, instance, dest)
+        if elements is not None:
+            guest = MigratingGuest(guest, elements)
+        return super()._live_migration_operation(
+            context, instance, dest, block_migration, migrate_data, guest,
+            device_names)
+
+    def _rdt_destination_elements(self, context, instance, dest):
+        """The RDT elements of ``instance`` on host ``dest``, or None.
+
+        From what ``dest`` reports (its capabilities, strategy and
+        monitoring default), the same fit its pre_live_migration claimed
+        with.
+
+        :raises: MigrationError when ``dest`` reports no RDT or cannot
+            serve the flavor (its pre-check would have refused it).
+        """
+        policy = policy_of(instance.flavor)
+        if policy.is_empty:
+            return None
+        try:
+            nodes = objects.ComputeNodeList.get_all_by_host(context, dest)
+            reported = [hoststats.decode(node.stats) for node in nodes]
+            rdt = next(r for r in reported if r is not None)
+            plan = fit_mod.fit(policy, rdt.caps, rdt.strategy,
+                               rdt.monitoring)
+        except (nova_exception.NovaException, StopIteration,
+                exception.HostCannotServe) as e:
+            raise nova_exception.MigrationError(
+                reason='cannot plan the RDT resources of the instance on '
+                       '%s: %s' % (dest, getattr(e, 'message', None) or
+                                   'it reports no RDT'))
+        LOG.info('Live migrating with the RDT plan of %s: %s', dest,
+                 _describe(plan), instance=instance)
+        return xml_mod.elements(policy, plan, instance.flavor.vcpus)
+
     def pre_live_migration(self, context, instance, *args, **kwargs):
         # The destination's claim; the instance stays busy until the
         # migration ends here (post_live_migration_at_destination) or is
@@ -511,6 +615,16 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         finally:
             self._rdt_unbusy(instance.uuid)
 
+    def post_live_migration_at_source(self, context, instance,
+                                      network_info):
+        # The instance runs at the destination now; Nova does not call
+        # cleanup() here when the instance path is shared.
+        try:
+            return super().post_live_migration_at_source(
+                context, instance, network_info)
+        finally:
+            self._rdt_release(instance)
+
     def _rdt_unbusy(self, uuid):
         with self._rdt_sets_lock:
             self._rdt_busy.discard(uuid)
@@ -519,7 +633,103 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def init_host(self, host):
         self._rdt_hostname = host
         super().init_host(host)
+        self._rdt_wait_for_host()
         self._rdt_adopt_domains()
+
+    def _rdt_wait_for_host(self):
+        """Wait until the host's RDT can serve the domains defined here.
+
+        After a host reboot, nova-compute may start before resctrl is
+        mounted or before rdt-virt-agent has shrunk the default group to
+        its reserved ways; the domains it then counts and starts again
+        (``resume_guests_state_on_host_boot``) would find no RDT, or no
+        free ways, and go to ERROR. Only hosts with domains that have an
+        RDT policy wait, at most ``[rdt] host_ready_timeout`` seconds; if
+        the ways are still not reserved then, the driver reserves them.
+        """
+        policies = []
+        try:
+            domains = self._host.list_instance_domains(only_running=False)
+        except Exception as e:
+            LOG.warning('Cannot list the domains defined here: %s', e)
+            domains = []
+        for dom in domains:
+            try:
+                policy = xml_mod.policy_from_domain(dom.XMLDesc(0))
+            except Exception:
+                continue
+            if policy is not None and not policy.is_empty:
+                policies.append(policy)
+        if not policies or not self._rdt_ready_timeout:
+            return
+        ways = self._rdt_reserved_ways if any(
+            p.wants_cache for p in policies) else 0
+        start = time.monotonic()
+        deadline = start + self._rdt_ready_timeout
+        missing = self._rdt_host_missing(ways)
+        if missing is None:
+            return
+        LOG.warning('Waiting up to %d s for %s before counting and starting '
+                    'the %d domains with an RDT policy defined here',
+                    self._rdt_ready_timeout, missing, len(policies))
+        while missing is not None and time.monotonic() < deadline:
+            time.sleep(READY_POLL_INTERVAL)
+            missing = self._rdt_host_missing(ways)
+        if missing is None:
+            LOG.info('The host\'s RDT is ready after %.1f s',
+                     time.monotonic() - start)
+            return
+        if not self._rdt_resctrl.is_mounted():
+            LOG.error('resctrl is still not mounted at %s after %d s: the '
+                      'domains with an RDT policy cannot start. Check that '
+                      'sys-fs-resctrl.mount is enabled.',
+                      self._rdt_resctrl.root, self._rdt_ready_timeout)
+            return
+        self._rdt_reserve_ways(ways)
+
+    def _rdt_reserved(self, ways):
+        """The default group's reserved schemata, or {} for none."""
+        if not ways:
+            return {}
+        try:
+            return default_group.reserved_schemata(
+                self._rdt_resctrl.capabilities(), ways)
+        except exception.InvalidConfig as e:
+            LOG.error('%s; the default group keeps its L3 mask', e)
+            return {}
+
+    def _rdt_host_missing(self, ways):
+        """What the host lacks for RDT domains to start, or None."""
+        if not self._rdt_resctrl.is_mounted():
+            return 'resctrl to be mounted at %s' % self._rdt_resctrl.root
+        try:
+            reserved = self._rdt_reserved(ways)
+            if reserved and default_group.needs_update(
+                    self._rdt_resctrl.read_schemata(None), reserved):
+                return ('rdt-virt-agent to leave the default resctrl group '
+                        'its %d reserved L3 ways ([rdt] '
+                        'default_group_l3_ways)' % ways)
+        except (OSError, exception.RDTVirtException) as e:
+            return 'resctrl to be readable (%s)' % e
+        return None
+
+    def _rdt_reserve_ways(self, ways):
+        """Shrink the default group to its reserved ways as the agent does."""
+        reserved = self._rdt_reserved(ways)
+        try:
+            # A partial schemata: the kernel changes only these lines.
+            self._rdt_resctrl.write_schemata(None, reserved)
+        except (OSError, exception.RDTVirtException) as e:
+            LOG.error('rdt-virt-agent did not reserve the default group\'s '
+                      '%d L3 ways within %d s and nova-compute cannot do it '
+                      '(%s): instances with cache allocations may fail to '
+                      'start. Check rdt-virt-agent.service.', ways,
+                      self._rdt_ready_timeout, e)
+            return
+        LOG.warning('rdt-virt-agent did not reserve the default group\'s %d '
+                    'L3 ways within %d s: nova-compute reserved them itself. '
+                    'Check rdt-virt-agent.service.', ways,
+                    self._rdt_ready_timeout)
 
     def _rdt_adopt_domains(self):
         """Rebuild the claims of the domains defined here after a restart.
@@ -618,6 +828,26 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             provider_tree.remove_traits(nodename, *stale)
         if wanted - set(current):
             provider_tree.add_traits(nodename, *wanted)
+
+
+class MigratingGuest(object):
+    """A Guest whose migratable XML carries another host's RDT elements.
+
+    Everything else is the wrapped guest's.
+    """
+
+    def __init__(self, guest, elements):
+        self._guest = guest
+        self._rdt_elements = elements
+
+    def get_xml_desc(self, *args, **kwargs):
+        xml = self._guest.get_xml_desc(*args, **kwargs)
+        if kwargs.get('dump_migratable'):
+            xml = xml_mod.replace(xml, self._rdt_elements)
+        return xml
+
+    def __getattr__(self, name):
+        return getattr(self._guest, name)
 
 
 def _describe(plan):

@@ -151,6 +151,31 @@ Possible values:
 * An absolute path writable by rdt-virt-agent and readable by nova-compute
   and ceilometer-polling.
 """)),
+    cfg.IntOpt(
+        'host_ready_timeout',
+        default=60,
+        min=0,
+        help=_("""
+Seconds nova-compute waits at start for the host's RDT to be ready.
+
+Only when domains with an RDT policy are defined on the host (after a host
+reboot with ``[DEFAULT] resume_guests_state_on_host_boot``, for example):
+before it counts their claims and starts them again, nova-compute waits for
+resctrl to be mounted and, for cache allocations with ``[rdt]
+default_group_l3_ways`` set, for rdt-virt-agent to have shrunk the default
+group to its reserved ways. If the ways are still not reserved when the time
+is up, nova-compute reserves them itself (it needs write access to resctrl)
+and says so in its log.
+
+Possible values:
+
+* 0: do not wait.
+* N > 0: wait at most N seconds.
+
+Related options:
+
+* ``[rdt] default_group_l3_ways``
+""")),
 ]
 
 

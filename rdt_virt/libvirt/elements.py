@@ -31,7 +31,8 @@ what goes into the domain XML:
   and who applies the bandwidth limit.
 
 :func:`insert` puts them into a whole domain XML document, for tools and
-tests that run libvirt without Nova. The objects and their XML are
+tests that run libvirt without Nova; :func:`replace` swaps a domain's for
+those of another host's plan (live migration). The objects and their XML are
 :mod:`rdt_virt.libvirt.config`'s; this module only decides what they say.
 """
 
@@ -177,6 +178,27 @@ def insert(domain_xml, domain_elements):
             meta = etree.SubElement(root, 'metadata')
         meta.append(domain_elements.metadata)
     return etree.tostring(root, encoding='unicode')
+
+
+def replace(domain_xml, domain_elements):
+    """``domain_xml`` with its RDT elements replaced by ``domain_elements``.
+
+    Removes every ``<cachetune>`` and ``<memorytune>`` of ``<cputune>`` and
+    the rdt-virt metadata element, then :func:`insert`. For a domain that
+    moves to another host, whose plan (cache ids and sizes, memory
+    bandwidth node ids) is that host's.
+    """
+    root = xmlutil.parse_xml(domain_xml, 'domain')
+    cputune = root.find('cputune')
+    if cputune is not None:
+        for tune in cputune.findall('cachetune') + cputune.findall(
+                'memorytune'):
+            cputune.remove(tune)
+    meta = root.find('metadata')
+    if meta is not None:
+        for old in meta.findall(config.RDTMetadata.TAG):
+            meta.remove(old)
+    return insert(etree.tostring(root, encoding='unicode'), domain_elements)
 
 
 def flavor_extra_specs(domain_xml):

@@ -26,8 +26,10 @@ the real placement service; the API runs at the latest microversion.
 """
 
 import os
+import re
 import shutil
 import sys
+import urllib.parse
 import warnings
 
 import fixtures
@@ -71,6 +73,15 @@ def _caches(controls, monitor=True):
                     for i, cpus in ((0, '0-3'), (1, '4-7')))
     return '<cache>%s%s</cache>' % (banks, _MONITOR if monitor else '')
 
+
+# A host with one L3 cache and one memory bandwidth node, id 0, for all 8
+# CPUs (a fixture tree with domain 1 removed: one_socket()).
+ONE_SOCKET_XML = (
+    '<cache>' + (_L3 % {'id': 0, 'cpus': '0-7',
+                        'controls': _L3_CONTROL % ('both', 16)}) +
+    _MONITOR + '</cache>' + '''<memory_bandwidth>
+<node id='0' cpus='0-7'><control granularity='10' min='10' maxAllocs='8'/>
+</node></memory_bandwidth>''')
 
 HOST_RDT_XML = {
     'reference': _caches(_L3_CONTROL % ('both', 16)) + _MB,
@@ -137,6 +148,7 @@ class RDTServersTestBase(base.ServersTestBase):
             'nova.virt.__path__',
             list(nova.virt.__path__) + [os.path.join(REPO, 'nova', 'virt')]))
         self._rdt_variants = {}
+        self._rdt_xmls = {}
         self._rdt_flags = {}
         self.roots = {}
         # The scheduler's estimates of each node, by host name: the next
@@ -196,18 +208,20 @@ class RDTServersTestBase(base.ServersTestBase):
             hv_version=conn.fakeVersion, host_info=conn.host_info,
             pci_info=conn.pci_info, mdev_info=conn.mdev_info,
             vdpa_info=conn.vdpa_info, hostname=conn.hostname,
-            rdt_xml=HOST_RDT_XML[self._rdt_variants.get(hostname,
-                                                        'none')],
+            rdt_xml=self._rdt_xmls.get(hostname) or HOST_RDT_XML[
+                self._rdt_variants.get(hostname, 'none')],
             rdt_root=self.roots.get(hostname))
         return rdt
 
     def start_rdt_compute(self, hostname, variant='reference',
                           strategy='per-instance', monitoring=True,
-                          prepare=None):
+                          prepare=None, rdt_xml=None):
         """Start compute ``hostname`` on a copy of resctrl ``variant``.
 
         :param prepare: called with the copied tree's path before the
             compute starts (to add groups, for example).
+        :param rdt_xml: libvirt's caches and memory bandwidth nodes, if
+            not those of ``variant``.
         """
         root = self.useFixture(fixtures.TempDir()).path
         tree = os.path.join(root, 'resctrl')
@@ -222,6 +236,7 @@ class RDTServersTestBase(base.ServersTestBase):
             prepare(tree)
         self.roots[hostname] = tree
         self._rdt_variants[hostname] = variant
+        self._rdt_xmls[hostname] = rdt_xml
         # The driver reads [rdt] when it starts; computes share CONF.
         self._rdt_flags[hostname] = dict(
             resctrl_root=tree, mb_strategy=strategy, monitoring=monitoring,
@@ -234,6 +249,55 @@ class RDTServersTestBase(base.ServersTestBase):
         self.flags(group='rdt', **self._rdt_flags[hostname])
         return self.restart_compute_service(hostname,
                                             keep_hypervisor_state=True)
+
+    def live_migrations_complete(self, fail=False):
+        """Live migrations through fakelibvirt end as libvirt ends them.
+
+        As Nova's own libvirt tests (LibvirtMigrationMixin): the
+        destination's libvirt starts the domain from the XML the source
+        sent, which makes its resctrl groups or fails; on success the
+        source's domain goes away (VIR_MIGRATE_UNDEFINE_SOURCE), with its
+        groups. With ``fail``, the job fails before the switch-over and
+        the destination keeps nothing.
+        """
+        test = self
+
+        def migrate(domain, destination, params, flags):
+            xml = params['destination_xml']
+            test.migrated_xmls.append(xml)
+            if fail:
+                domain.fail_job()
+                return
+            dest = urllib.parse.urlparse(destination).hostname
+            conn = test.driver(dest)._host.get_connection()
+            try:
+                conn.createXML(xml, 0)
+            except fakelibvirt.libvirtError:
+                domain.fail_job()
+                raise
+            source = domain._connection
+            source._mark_not_running(domain)
+            if source._vms.get(domain.name()) is domain:
+                source._undefine(domain)
+            domain.complete_job()
+
+        self.migrated_xmls = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate))
+
+    def allow_rescue(self):
+        """Rescue works on the fake hosts.
+
+        As Nova's own rescue test with fakelibvirt
+        (test_rescue_deleted_base): the instance directory, where the
+        driver writes unrescue.xml, is the instances path, and the rescue
+        image's access time is not touched.
+        """
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.libvirt.utils.get_instance_path',
+            lambda *args, **kwargs: CONF.instances_path))
+        self.useFixture(fixtures.MockPatch(
+            'nova.virt.libvirt.imagebackend._update_utime_ignore_eacces'))
 
     # Helpers -----------------------------------------------------------
 
@@ -299,6 +363,27 @@ FREE = 4
 def leave_closids(free):
     """A ``prepare`` that leaves ``free`` CLOSIDs in a reference tree."""
     return lambda tree: add_groups(tree, FREE - free)
+
+
+def one_socket(tree):
+    """A ``prepare`` that leaves one cache and memory bandwidth domain.
+
+    Removes domain 1 from every schemata, size and monitoring directory of
+    a fixture tree: a host like ONE_SOCKET_XML.
+    """
+    for path, dirs, files in os.walk(tree):
+        for fname in ('schemata', 'size'):
+            if fname not in files:
+                continue
+            name = os.path.join(path, fname)
+            with open(name) as f:
+                text = f.read()
+            with open(name, 'w') as f:
+                f.write(re.sub(r';1=[^;\n]*', '', text))
+        for name in list(dirs):
+            if name.startswith('mon_') and name.endswith('_01'):
+                shutil.rmtree(os.path.join(path, name))
+                dirs.remove(name)
 
 
 def add_groups(tree, count, schemata=None):

@@ -24,7 +24,8 @@ libvirt (``qemu_process.c``, ``virresctrl.c``) does this with them:
   group. The schemata gets, for each requested cache, the best fitting run
   of ways unused by every group, the default group included ("Not enough
   room for allocation ..." otherwise), the default group's masks and
-  bandwidth elsewhere. A start that fails to make a group fails.
+  bandwidth elsewhere. A cache id or memory bandwidth node the host lacks
+  fails the start. A start that fails to make a group fails.
 * **stop** (destroy, shutdown, managed save; ``qemuProcessStop``): the
   groups are removed. Define, undefine, pause and reset leave them alone.
 * Every start gets a new domain id; a stopped domain has id -1.
@@ -238,6 +239,11 @@ class LibvirtResctrl(object):
             width_hex = len(self._info(resource, 'cbm_mask'))
             schemata[resource][dom] = '%0*x' % (width_hex, mask)
         for node, value in alloc['mb'].items():
+            if node not in default.get('MB', {}):
+                # virResctrlAllocMemoryBandwidthIsValid: a node the host's
+                # memory bandwidth information lacks.
+                raise ResctrlError(
+                    'bandwidth controller id %d does not exist' % node)
             schemata.setdefault('MB', {})[node] = str(value)
         if (name not in self._groups() and
                 len(self._groups()) + 1 >= self._num_closids()):

@@ -183,3 +183,72 @@ class RDTLifecycleTest(base.RDTServersTestBase):
         self.assertEqual({'a', 'b'}, hosts)
         for host in ('a', 'b'):
             self.assertEqual(0, self.failed_builds(host))
+
+    def test_same_host_revert_keeps_the_old_claim_between_its_steps(self):
+        # Nova reverts a same-host resize in two steps: revert_resize
+        # destroys the new flavor's domain, then finish_revert_resize
+        # creates the old one's. In between, no domain is defined.
+        self.flags(allow_resize_to_same_host=True)
+        self.start_rdt_compute('a', prepare=base.leave_closids(2))
+        flavor = self.flavor(MB10)
+        server = self.boot(flavor)
+        server = self._resize_server(server, self.flavor(
+            {'hw:mem_bw': '20'}))
+        self.assertEqual(0, self.free_closids('a'))
+        driver = self.driver('a')
+        destroy = driver.destroy
+        seen = []
+
+        def destroy_then_look(context, instance, *args, **kwargs):
+            result = destroy(context, instance, *args, **kwargs)
+            if instance.task_state == 'resize_reverting' and not seen:
+                # The periodic reconciliation runs, and another boot
+                # comes, while the revert is between its steps.
+                seen.append((set(self.claims('a')), self.free_closids('a')))
+                others.append(self.wait_built(self.api.post_server(
+                    {'server': self._build_server(flavor_id=flavor,
+                                                  networks='none')})))
+            return result
+
+        others = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.virt.libvirt.driver.LibvirtDriver.destroy',
+            lambda drv, *a, **k: (destroy_then_look if drv is driver
+                                  else destroy)(*a, **k)))
+        server = self._revert_resize(server)
+        # The old flavor's claim held the CLOSID the revert needs.
+        self.assertEqual([({server['id']}, 1)], seen)
+        self.assertEqual('ACTIVE', others[0]['status'])
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertIn('<node id="0" bandwidth="10"/>',
+                      self.domain_xml(server))
+        self.assertEqual({server['id'], others[0]['id']},
+                         set(self.claims('a')))
+        self.assertEqual(2, len(self.libvirt_groups('a')))
+        self.assertEqual(0, self.free_closids('a'))
+
+    def test_adoption_checks_the_capacity_of_stopped_domains(self):
+        self.start_rdt_compute('a', prepare=base.leave_closids(2))
+        flavor = self.flavor(MB10)
+        running = self.boot(flavor)
+        stopped = self._stop_server(self.boot(flavor))
+        self.assertEqual(0, self.free_closids('a'))
+        # While nova-compute is down, another tool takes the CLOSID the
+        # stopped instance would need.
+        self.computes['a'].stop()
+        base.add_groups(self.roots['a'], 1)
+        self.restart_rdt_compute('a')
+        # The running domain's group is in resctrl: adopted. The stopped
+        # one no longer fits: not adopted, and not counted.
+        self.assertEqual({running['id']}, set(self.claims('a')))
+        self.assertEqual(0, self.free_closids('a'))
+        # Starting it claims with a check, and fails with the reason.
+        # (Casts run as calls here: the API answers with the fault.)
+        error = self.assertRaises(client.OpenStackApiException,
+                                  self.api.post_server_action,
+                                  stopped['id'], {'os-start': None})
+        self.assertIn('ComputeResourcesUnavailable', str(error))
+        self._wait_for_server_parameter(
+            stopped, {'status': 'SHUTOFF', 'OS-EXT-STS:task_state': None})
+        self.assertEqual({running['id']}, set(self.claims('a')))
+        self.assertEqual(1, len(self.libvirt_groups('a')))

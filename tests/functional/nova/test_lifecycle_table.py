@@ -21,16 +21,19 @@ minus one per claim (nothing leaked, nothing counted twice), libvirt's
 groups are those of the running domains, and the instance is in the state
 an operator expects.
 
-Rescue is left out: Nova's libvirt driver writes ``unrescue.xml`` into an
-instance directory the fake hosts do not have.
+Host ``a`` going down (evacuation, local delete) ends with ``a`` started
+again, as an operator brings a host back: the post-checks then see what it
+did with the instance it still ran.
 """
+
+from nova import context as nova_context
 
 from tests.functional.nova import base
 
 MB10 = {'hw:mem_bw': '10'}
 MB20 = {'hw:mem_bw': '20'}
 # Domains that run, so libvirt holds their groups.
-RUNNING = ('ACTIVE', 'PAUSED', 'VERIFY_RESIZE')
+RUNNING = ('ACTIVE', 'PAUSED', 'VERIFY_RESIZE', 'RESCUE')
 
 
 def _pause(test, server):
@@ -73,6 +76,65 @@ def _shelve(test, server):
     return test._unshelve_server(server)
 
 
+def _rescue(test, server):
+    test.allow_rescue()
+    server = test._rescue_server(server)
+    test.check(server, 'RESCUE')
+    return test._unrescue_server(server)
+
+
+def _live_migrate(test, server):
+    test.live_migrations_complete()
+    return test._live_migrate(server, host='b')
+
+
+def _live_migrate_failed(test, server):
+    test.live_migrations_complete(fail=True)
+    test.api.post_server_action(server['id'], {'os-migrateLive': {
+        'host': 'b', 'block_migration': 'auto'}})
+    test._wait_for_migration_status(server, ['failed', 'error'])
+    return test._wait_for_server_parameter(
+        server, {'status': 'ACTIVE', 'OS-EXT-STS:task_state': None,
+                 'OS-EXT-SRV-ATTR:host': 'a'})
+
+
+def _host_down(test, name):
+    service = test.admin_api.get_services(host=name,
+                                          binary='nova-compute')[0]
+    test.computes[name].stop()
+    test.admin_api.put_service(service['id'], {'forced_down': 'true'})
+    return service['id']
+
+
+def _host_up(test, name, service_id):
+    test.restart_rdt_compute(name)
+    test.admin_api.put_service(service_id, {'forced_down': 'false'})
+
+
+def _evacuate(test, server):
+    service_id = _host_down(test, 'a')
+    # Since microversion 2.95 an evacuated instance arrives stopped.
+    server = test._evacuate_server(server, expected_host='b')
+    # a comes back and destroys what was evacuated from it.
+    _host_up(test, 'a', service_id)
+    test.check(server, 'SHUTOFF')
+    return test._start_server(server)
+
+
+def _local_delete(test, server):
+    service_id = _host_down(test, 'a')
+    # The API deletes an instance of a host that is down by itself.
+    test._delete_server(server)
+    _host_up(test, 'a', service_id)
+    # a still runs the domain, with its resctrl groups, until its periodic
+    # task reaps running deleted instances.
+    test.assertEqual(1, len(test.libvirt_groups('a')))
+    manager = test.computes['a'].manager
+    manager._cleanup_running_deleted_instances(
+        nova_context.get_admin_context())
+    return None
+
+
 def _delete(test, server):
     test._delete_server(server)
     test._wait_until_deleted(server)
@@ -96,6 +158,11 @@ PATHS = {
     'compute_restart': lambda test, server: (
         test.restart_rdt_compute('a') and server),
     'delete': _delete,
+    'rescue': _rescue,
+    'evacuate': _evacuate,
+    'live_migration': _live_migrate,
+    'live_migration_failed': _live_migrate_failed,
+    'local_delete': _local_delete,
 }
 
 

@@ -135,6 +135,20 @@ class TestDomainXML(base.TestCase):
                          [e.tag for e in root.find('cputune')])
         self.assertEqual(2, len(root.find('metadata')))
 
+    def test_replace_swaps_the_rdt_elements(self):
+        base_xml = BASE_DOMAIN.replace(
+            '<os>', '<metadata><other xmlns="urn:x"/></metadata>'
+                    '<cputune><shares>1024</shares></cputune><os>')
+        first = xml.domain_xml(base_xml, {'hw:mem_bw': '10'},
+                               fakes.REFERENCE)
+        root = etree.fromstring(xml.replace(first, xml.for_flavor(
+            {'hw:mem_bw': '20'}, 2, fakes.REFERENCE)))
+        self.assertEqual(['shares', 'memorytune'],
+                         [e.tag for e in root.find('cputune')])
+        self.assertEqual({'20'}, {n.get('bandwidth') for n in root.iterfind(
+            'cputune/memorytune/node')})
+        self.assertEqual(2, len(root.find('metadata')))
+
     def test_plain_flavor_leaves_the_domain_alone(self):
         self.assertEqual(
             compact(BASE_DOMAIN),
