@@ -220,3 +220,6 @@ class NoneToSpare(RDTLifecycleTableTest):
 for _path in PATHS:
     for _cls in (OneToSpare, NoneToSpare):
         setattr(_cls, 'test_' + _path, _make(_path))
+# A module-level name bound to a test class is loaded as one more class:
+# without this the loader runs NoneToSpare's tests twice.
+del _path, _cls
