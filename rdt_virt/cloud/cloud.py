@@ -58,7 +58,7 @@ WSGI = {
                       {'OS_PLACEMENT_CONFIG_DIR': 'placement'}),
     'glance-api': ('glance', 'glance.wsgi.api',
                    {'OS_GLANCE_CONFIG_DIR': 'glance'}),
-    'neutron-api': ('neutron', 'neutron.wsgi.api',
+    'neutron-api': ('neutron', 'rdt_virt.cloud.neutron_wsgi',
                     {'OS_NEUTRON_CONFIG_DIR': 'neutron',
                      'OS_NEUTRON_CONFIG_FILES': 'neutron.conf'}),
     'nova-api': ('nova', 'nova.wsgi.osapi_compute',
