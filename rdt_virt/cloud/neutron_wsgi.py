@@ -24,8 +24,7 @@ port_forwarding service plugins changes nothing: their models are
 imported already, only not configured.
 """
 
-from sqlalchemy import orm
-
 from neutron.wsgi.api import application  # noqa: F401
+from sqlalchemy import orm
 
 orm.configure_mappers()
