@@ -162,10 +162,8 @@ class Cloud(object):
             time.monotonic() - started, self.layout.path('openrc')))
 
     def down(self):
-        for name in reversed(self.processes()):
-            if name == mariadb.Server.NAME:
-                continue
-            self.daemons.stop(name)
+        self.daemons.stop_all([name for name in self.processes()
+                               if name != mariadb.Server.NAME])
         self.stop_sandboxes()
         self.stop_rabbit()
         self.db.stop()
