@@ -30,17 +30,37 @@ can still race for the last CLOSID; the compute host claims under a lock at
 spawn and the loser is rescheduled to an alternate host. A flavor that
 requests ``resources:CUSTOM_RDT_CLOSID`` has its CLOSID counted by Placement
 atomically, so the filter leaves CLOSIDs out for it and checks the rest.
+
+When it refuses every host of a single-instance request, the filter raises
+NoValidHost itself, with a reason that names RDT and the flavor's RDT
+extra specs: Nova's own reason ("There are not enough hosts available.")
+tells the user nothing. The reason names no host, as Nova's does not; the
+scheduler's debug log has each host's. A multi-create request keeps Nova's
+reason, because Nova gives back the Placement allocations of the request's
+instances already placed only when it raises NoValidHost itself.
 """
 
 import logging as std_logging
 
+from nova import exception
 from nova.scheduler import filters
 from nova.scheduler import utils
 from oslo_log import log as logging
 
 from nova_plugin.scheduler import state
+from rdt_virt.policy import extra_specs
 
 LOG = logging.getLogger(__name__)
+
+
+def _no_valid_host(spec_obj, request, hosts, why):
+    """NoValidHost naming RDT, for a single-instance request; else None."""
+    if not hosts or (getattr(spec_obj, 'num_instances', 1) or 1) > 1:
+        return None
+    specs = getattr(request.flavor, 'extra_specs', None) or {}
+    asked = ', '.join('%s=%s' % (k, specs[k]) for k in sorted(specs)
+                      if k in extra_specs.BY_KEY)
+    return exception.NoValidHost(reason='RDTFilter: %s (%s).' % (why, asked))
 
 
 class RDTFilter(filters.BaseHostFilter):
@@ -62,6 +82,10 @@ class RDTFilter(filters.BaseHostFilter):
             return filter_obj_list
         if request.error is not None:
             LOG.info('No host passes RDTFilter: %s', request.error)
+            error = _no_valid_host(spec_obj, request, filter_obj_list,
+                                   request.error)
+            if error is not None:
+                raise error
             return []
         debug = LOG.isEnabledFor(std_logging.DEBUG)
         verdict = state.verdict
@@ -73,6 +97,12 @@ class RDTFilter(filters.BaseHostFilter):
             elif debug:
                 LOG.debug('%(host)s fails RDTFilter: %(reason)s',
                           {'host': host_state, 'reason': reason})
+        if not passed:
+            error = _no_valid_host(
+                spec_obj, request, filter_obj_list, 'no host has the RDT '
+                'capability and free capacity that the flavor asks for')
+            if error is not None:
+                raise error
         return passed
 
     def host_passes(self, host_state, spec_obj):

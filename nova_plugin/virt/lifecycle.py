@@ -59,7 +59,9 @@ def live_migration_over(uuid):
     """True if the instance's latest live migration has ended.
 
     Successfully or not: the destination keeps its claim from then on only
-    if the domain is defined here.
+    if the domain is defined here. An instance without live migrations has
+    been deleted (Nova deletes its migrations with it): deleted after a
+    live migration that failed, its destination heard of neither.
     """
     try:
         migrations = _migrations(_context(), uuid, 'live-migration')
@@ -67,8 +69,8 @@ def live_migration_over(uuid):
         LOG.warning('Cannot read the live migrations of instance %s: %s',
                     uuid, e)
         return False
-    return bool(migrations) and (migrations[-1].status in
-                                 FINAL_MIGRATION_STATUSES)
+    return not migrations or (migrations[-1].status in
+                              FINAL_MIGRATION_STATUSES)
 
 
 def task_state_in(uuid, states):

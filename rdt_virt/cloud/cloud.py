@@ -58,7 +58,7 @@ WSGI = {
                       {'OS_PLACEMENT_CONFIG_DIR': 'placement'}),
     'glance-api': ('glance', 'glance.wsgi.api',
                    {'OS_GLANCE_CONFIG_DIR': 'glance'}),
-    'neutron-api': ('neutron', 'neutron.wsgi.api',
+    'neutron-api': ('neutron', 'rdt_virt.cloud.neutron_wsgi',
                     {'OS_NEUTRON_CONFIG_DIR': 'neutron',
                      'OS_NEUTRON_CONFIG_FILES': 'neutron.conf'}),
     'nova-api': ('nova', 'nova.wsgi.osapi_compute',
@@ -162,10 +162,8 @@ class Cloud(object):
             time.monotonic() - started, self.layout.path('openrc')))
 
     def down(self):
-        for name in reversed(self.processes()):
-            if name == mariadb.Server.NAME:
-                continue
-            self.daemons.stop(name)
+        self.daemons.stop_all([name for name in self.processes()
+                               if name != mariadb.Server.NAME])
         self.stop_sandboxes()
         self.stop_rabbit()
         self.db.stop()

@@ -73,18 +73,28 @@ class Daemons(object):
 
     def stop(self, name, timeout=20.0):
         """SIGTERM the daemon's process group, SIGKILL after ``timeout``."""
-        pid = self.pid(name)
-        if pid:
+        self.stop_all([name], timeout)
+
+    def stop_all(self, names, timeout=20.0):
+        """:meth:`stop` several daemons at once: one timeout for all.
+
+        oslo.service daemons take seconds to shut down gracefully; one
+        after the other, a cloud's worth took minutes.
+        """
+        pids = {name: self.pid(name) for name in names}
+        for pid in filter(None, pids.values()):
             _signal_group(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while self.pid(name) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if self.pid(name):
+        deadline = time.monotonic() + timeout
+        while (any(self.pid(name) for name in names) and
+               time.monotonic() < deadline):
+            time.sleep(0.2)
+        for name, pid in pids.items():
+            if pid and self.pid(name):
                 _signal_group(pid, signal.SIGKILL)
-        try:
-            os.unlink(self.pid_file(name))
-        except FileNotFoundError:
-            pass
+            try:
+                os.unlink(self.pid_file(name))
+            except FileNotFoundError:
+                pass
 
     def wait_port(self, name, port, timeout=120.0, host='127.0.0.1'):
         """Wait until the daemon listens on ``port``; fail if it dies."""

@@ -236,7 +236,16 @@ def fit(policy, caps, strategy=rdt_conf.PER_INSTANCE, monitoring=True):
     :returns: a :class:`Plan`.
     :raises: HostCannotServe with the reason.
     """
-    return Plan(caches=fit_caches(policy, caps),
+    plan = Plan(caches=fit_caches(policy, caps),
                 mem_bw=fit_mem_bw(policy, caps),
                 monitor=fit_monitor(policy, caps, monitoring),
                 strategy=strategy)
+    if plan.libvirt_group and caps.mb is not None and \
+            caps.mb.min_bandwidth == 0:
+        # libvirt reads every group's schemata before it creates one, and
+        # refuses an MB line when info/MB/min_bandwidth is 0 (AMD): "Missing
+        # or inconsistent resctrl info for memory bandwidth allocation".
+        raise exception.HostCannotServe(
+            'libvirt cannot create resctrl groups on a host whose memory '
+            'bandwidth allocation has no minimum (AMD)')
+    return plan

@@ -77,10 +77,22 @@ PROGRAMS = {'burn': BURN, 'idle': IDLE, 'work': WORK}
 IMAGE_SIZE = 1024 * 1024
 
 
+# One partition table entry: the rest of the disk (LBA 1 on), type 0xda
+# ("non-filesystem data"). Glance and Nova inspect every image they store or
+# boot: a sector with the MBR signature is a disk with a partition table to
+# them, and one with no partition fails their safety check (Glance answers
+# the upload with HTTP 415, Nova refuses the image).
+PARTITION_ENTRY = bytes.fromhex('00' '000200' 'da' 'feffff') + (
+    (1).to_bytes(4, 'little') +
+    (IMAGE_SIZE // 512 - 1).to_bytes(4, 'little'))
+PARTITION_TABLE = 446
+
+
 def boot_sector(program):
     """A 512-byte MBR that runs ``program`` (``burn`` or ``idle``)."""
     code = PROGRAMS[program]
-    return code + b'\0' * (510 - len(code)) + b'\x55\xaa'
+    return (code + b'\0' * (PARTITION_TABLE - len(code)) + PARTITION_ENTRY +
+            b'\0' * 48 + b'\x55\xaa')
 
 
 def write_image(path, program='burn'):

@@ -15,8 +15,11 @@
 The class brings the cloud up once (MariaDB, RabbitMQ, Keystone,
 Placement, Glance, Neutron, Nova, Gnocchi, Ceilometer, two emulated RDT
 hosts), each test runs one step of the flow in order (names sort in flow
-order) and checks what a user checks: server states, Placement usages and
-traits, resctrl groups and their tasks, Gnocchi measures. Needs root,
+order) and checks what a user checks, with the flow's own checks (a
+step fails at the first): server states and hosts, the RDT fault of a
+server no host can serve, Placement's CLOSID usages, one resctrl group
+with its vCPU thread per server, Gnocchi's measures of the three meters,
+and usages and groups back to zero after the deletion. Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
 (``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); run with
 ``tox -e cloud``.

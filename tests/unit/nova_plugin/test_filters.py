@@ -12,6 +12,8 @@
 
 from unittest import mock
 
+from nova import exception
+
 from nova_plugin.scheduler import filters
 from nova_plugin.scheduler import state
 from rdt_virt.policy import hoststats
@@ -142,9 +144,30 @@ class TestRDTFilter(base.TestCase):
         # Rebuild keeps the host: no RDT check.
         self.assertEqual(hosts, list(self.filt.filter_all(
             hosts, fakes.request_spec({'hw:mem_bw': '10'}, rebuild=True))))
-        self.assertEqual([], list(self.filt.filter_all(
-            hosts, fakes.request_spec({'hw:mem_bw': '10',
-                                       'hw:mem_bw_mbps': '1'}))))
+        e = self.assertRaises(
+            exception.NoValidHost, self.filt.filter_all, hosts,
+            fakes.request_spec({'hw:mem_bw': '10', 'hw:mem_bw_mbps': '1'}))
+        self.assertIn('RDTFilter: ', str(e))
+        self.assertIn('(hw:mem_bw=10, hw:mem_bw_mbps=1)', str(e))
+
+    def test_refusing_every_host_names_rdt(self):
+        # Nova's own reason for an empty list names nothing; the user sees
+        # which RDT extra specs no host could serve, and no host name.
+        full = fakes.host_state('full', fakes.stats(closids=0))
+        spec = fakes.request_spec({'hw:mem_bw': '10', 'hw:cpu_policy': 'x'})
+        e = self.assertRaises(exception.NoValidHost, self.filt.filter_all,
+                              [full], spec)
+        self.assertEqual(
+            'No valid host was found. RDTFilter: no host has the RDT '
+            'capability and free capacity that the flavor asks for '
+            '(hw:mem_bw=10).', str(e))
+        # A multi-create request keeps Nova's reason: Nova gives back the
+        # allocations of the instances it placed only when it raises.
+        spec.num_instances = 3
+        self.assertEqual([], self.filt.filter_all([full], spec))
+        # No host given: nothing to refuse.
+        self.assertEqual([], self.filt.filter_all([], fakes.request_spec(
+            {'hw:mem_bw': '10'})))
 
     def test_instances_placed_consume_capacity(self):
         a = fakes.host_state('a', fakes.stats(closids=1))
@@ -157,8 +180,8 @@ class TestRDTFilter(base.TestCase):
         self.assertEqual([b], self.filt.filter_all([a, b], spec))
         placed(b)
         # So does the next request, until the hosts report again.
-        self.assertEqual([], self.filt.filter_all(
-            [a, b], fakes.request_spec({'hw:mem_bw': '20'})))
+        self.assertRaises(exception.NoValidHost, self.filt.filter_all,
+                          [a, b], fakes.request_spec({'hw:mem_bw': '20'}))
         # a reports: an instance went away meanwhile.
         a.stats = fakes.stats(closids=2)
         self.assertEqual([a], self.filt.filter_all(

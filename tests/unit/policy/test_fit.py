@@ -124,6 +124,16 @@ class TestPlan(base.TestCase):
         self.assertRaises(exception.HostCannotServe, fit.fit,
                           P(monitor=True), hosts.L3_CAT)
 
+    def test_no_libvirt_group_on_amd(self):
+        # libvirt refuses the default group's MB line when min_bandwidth is
+        # 0, so it can create no group there; rdt-virt-agent's can.
+        for policy in (P(cache_l3=1), P(mem_bw_mbps=500, cache_l3=1)):
+            e = self.assertRaises(exception.HostCannotServe, fit.fit,
+                                  policy, hosts.AMD)
+            self.assertIn('libvirt cannot create resctrl groups', str(e))
+        self.assertEqual(fit.MB_INSTANCE, fit.fit(
+            P(mem_bw_mbps=500), hosts.AMD).mb_owner)
+
     def test_mb_owner(self):
         table = [
             (P(mem_bw=10), hosts.REFERENCE, PER, fit.MB_LIBVIRT, True),
@@ -132,7 +142,7 @@ class TestPlan(base.TestCase):
              fit.MB_LIBVIRT, True),
             (P(mem_bw_mbps=500), hosts.MBPS, PER, fit.MB_INSTANCE, False),
             (P(mem_bw_mbps=500), hosts.MBPS, SHARED, fit.MB_INSTANCE, False),
-            (P(mem_bw_mbps=500, cache_l3=1), hosts.AMD, SHARED,
+            (P(mem_bw_mbps=500, cache_l3=1), hosts.MBPS, SHARED,
              fit.MB_INSTANCE, True),
             (P(cache_l3=1), hosts.REFERENCE, SHARED, None, True),
             (P(), hosts.REFERENCE, PER, None, False),

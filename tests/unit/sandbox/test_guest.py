@@ -16,6 +16,7 @@ import os
 
 import fixtures
 from lxml import etree
+from oslo_utils.imageutils import format_inspector
 
 from rdt_virt.sandbox import guest
 from tests import base
@@ -47,6 +48,16 @@ class ImageTest(base.TestCase):
             data = f.read()
         self.assertEqual(guest.IMAGE_SIZE, len(data))
         self.assertEqual(guest.boot_sector('work'), data[:512])
+
+    def test_image_passes_glance_and_nova_inspection(self):
+        # The inspector that Glance runs on uploads and Nova on images it
+        # boots: an MBR without partitions fails its safety check.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        for name in guest.PROGRAMS:
+            path = guest.write_image(os.path.join(tmp, name), name)
+            inspector = format_inspector.detect_file_format(path)
+            self.assertEqual('gpt', str(inspector), name)
+            inspector.safety_check()
 
     def test_serial_on_a_file(self):
         dom = etree.fromstring(guest.domain_xml('vm', '/i',
