@@ -13,6 +13,7 @@ if [ -n "$cloud_missing" ]; then
         chmod 755 /usr/sbin/policy-rc.d
         cloud_rcd=1
     fi
+    apt-get update -q
     # shellcheck disable=SC2086  # one package a word
     apt-get install -y -q --no-install-recommends $cloud_missing
     if [ -n "$cloud_rcd" ]; then

@@ -6,17 +6,22 @@
 # Nova and Ceilometer) and runs the style checks, the unit tests, the
 # functional tests on the emulated RDT host (real libvirtd and KVM guests;
 # Gnocchi, from its own environment, for the telemetry tests), the sample
-# config check, the docs and the release notes. It ends with one line:
+# config check, the docs, the release notes and, last, the test cloud's
+# operator flow (real OpenStack services on two emulated RDT hosts; the
+# system packages of bindep's cloud profile). It ends with one line:
 # "N passed, N failed, N skipped".
 #
 # RDT_VIRT_TOX_ENVS picks other tox targets (comma separated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,genconfig,docs,releasenotes}
+envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,genconfig,docs,releasenotes,cloud}
 
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh
+
+# shellcheck source=tools/cloud-packages.sh
+source tools/cloud-packages.sh
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
