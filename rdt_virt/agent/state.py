@@ -186,6 +186,14 @@ def _read_text(path):
         raise exception.InvalidStateFile(reason='not UTF-8')
 
 
+def load(path):
+    """Read the state document or raise OSError or InvalidStateFile.
+
+    For callers that tell a person why there is no state.
+    """
+    return parse(_read_text(path))
+
+
 def read(path, max_age=None, now=None):
     """Read the state document, or None if absent, invalid or stale.
 
@@ -193,7 +201,7 @@ def read(path, max_age=None, now=None):
         (an agent that stopped publishing must not steer the scheduler).
     """
     try:
-        doc = parse(_read_text(path))
+        doc = load(path)
     except (OSError, exception.InvalidStateFile):
         return None
     if max_age is not None:

@@ -281,10 +281,18 @@ def top_table(doc):
 def cmd_top(rc, args, out):
     shown = 0
     while True:
-        doc = state_mod.read(CONF.rdt.state_file)
-        if doc is None:
+        try:
+            doc = state_mod.load(CONF.rdt.state_file)
+        except FileNotFoundError:
+            doc = None
             out.write('no state in %s: is rdt-virt-agent running?\n' %
                       CONF.rdt.state_file)
+        except (OSError, exception.InvalidStateFile) as e:
+            # Say what is wrong: the file exists, so "not running" would
+            # send the operator to the wrong place.
+            doc = None
+            out.write('cannot use %s: %s\n' % (CONF.rdt.state_file, e))
+        if doc is None:
             if args.once:
                 return 1
         else:

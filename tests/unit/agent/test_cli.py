@@ -146,6 +146,21 @@ class TestCLI(base.TestCase):
         self.assertEqual(1, code)
         self.assertIn('is rdt-virt-agent running?', text)
 
+    def test_top_says_why_it_cannot_use_the_state(self):
+        state.write(self.state, test_pollsters.document(time.time()))
+        os.chmod(self.state, 0o666)
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(1, code)
+        self.assertIn('writable by group or others (mode 666)', text)
+        self.assertNotIn('is rdt-virt-agent running?', text)
+        os.chmod(self.state, 0o644)
+        with open(self.state, 'r+') as f:
+            f.truncate(10)
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(1, code)
+        self.assertIn('cannot use %s: invalid rdt-virt state document'
+                      % self.state, text)
+
     def test_not_mounted(self):
         out = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stderr', io.StringIO()))
