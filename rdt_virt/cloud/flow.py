@@ -24,6 +24,7 @@ import os
 import shlex
 import subprocess
 import time
+import urllib.request
 
 from rdt_virt.cloud import services
 from rdt_virt.sandbox import guest
@@ -99,6 +100,7 @@ class Flow(object):
         self.step('Where the servers went, and why', self.placement)
         self.step('resctrl on each host', self.resctrl)
         self.step('Telemetry in Gnocchi', self.gnocchi)
+        self.step('Telemetry in Prometheus', self.prometheus)
         self.step('Resize, rebuild, live migration', self.lifecycle)
         self.step('Delete all: back to zero', self.delete_all)
 
@@ -273,6 +275,65 @@ class Flow(object):
                         'Gnocchi has %s of noisy-1 (%s)' % (
                             meter, ', '.join('%.0f' % v for v in values)))
 
+    # Ceilometer's polling agent exports every sample it polls as a gauge
+    # named ceilometer_<meter> (dots become underscores), labelled with
+    # the instance's UUID as ``resource``; the agent exports its own.
+    EXPORTERS = (
+        ('ceilometer_prom', 'resource', (
+            'ceilometer_memory_bandwidth_total',
+            'ceilometer_memory_bandwidth_local',
+            'ceilometer_cpu_l3_cache')),
+        ('agent_prom', 'instance_uuid', (
+            'rdt_virt_instance_memory_bandwidth_total_bytes_per_second',
+            'rdt_virt_instance_memory_bandwidth_local_bytes_per_second',
+            'rdt_virt_instance_llc_occupancy_bytes')),
+    )
+
+    def scrape(self, kind, host, label, names, show=True):
+        """{(metric, instance uuid): value} from one exporter."""
+        from prometheus_client import parser
+        url = 'http://127.0.0.1:%d/metrics' % self.cloud.layout.ports[
+            '%s_%s' % (kind, host)]
+        if show:
+            self.out('-- %s --' % url)
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            text = resp.read().decode()
+        found = {}
+        for family in parser.text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name in names and label in sample.labels:
+                    found[sample.name, sample.labels[label]] = sample.value
+                    if show:
+                        self.out('%s{%s="%s"} %g' % (
+                            sample.name, label, sample.labels[label],
+                            sample.value))
+        return found
+
+    def prometheus(self):
+        uuid = self._show('noisy-1')['id']
+        for kind, label, names in self.EXPORTERS:
+            def complete():
+                found = self.scrape(kind, 'compute1', label, names,
+                                    show=False)
+                return all(found.get((n, uuid), 0) > 0 for n in names)
+            # Ceilometer polls every 30 s, its first poll perhaps before
+            # the agent's first rates.
+            self.wait('%s of noisy-1' % kind, complete, timeout=120,
+                      interval=10)
+            found = self.scrape(kind, 'compute1', label, names)
+            self.expect(all(found.get((n, uuid), 0) > 0 for n in names),
+                        '%s on compute1 exports %s of noisy-1' % (
+                            kind, ', '.join(names)))
+
+    def exported(self):
+        """The instances any exporter on any host still has series of."""
+        uuids = set()
+        for host, _ in services.COMPUTES:
+            for kind, label, names in self.EXPORTERS:
+                uuids.update(u for _, u in self.scrape(
+                    kind, host, label, names, show=False))
+        return uuids
+
     def _show(self, name):
         return self.os('server', 'show', name, parse=True, show=False)
 
@@ -330,7 +391,16 @@ class Flow(object):
     def delete_all(self):
         names = [s['Name'] for s in self.os('server', 'list', parse=True,
                                             show=False)]
+        uuids = {s['ID'] for s in self.os('server', 'list', parse=True,
+                                          show=False)}
         self.os('server', 'delete', '--wait', *names)
+        # Ceilometer drops a meter's series at each poll and exports what
+        # it polls; the agent exports what its state file holds.
+        self.wait('the exporters to forget the deleted servers',
+                  lambda: not (self.exported() & uuids), timeout=120,
+                  interval=10)
+        self.expect(not (self.exported() & uuids),
+                    'no exporter has series of a deleted server')
         for rp in self.os('resource', 'provider', 'list', parse=True,
                           show=False):
             usage = self.os('resource', 'provider', 'usage', 'show',

@@ -19,7 +19,8 @@ order) and checks what a user checks, with the flow's own checks (a
 step fails at the first): server states and hosts, the RDT fault of a
 server no host can serve, Placement's CLOSID usages, one resctrl group
 with its vCPU thread per server, Gnocchi's measures of the three meters,
-and usages and groups back to zero after the deletion. Needs root,
+the same meters on Ceilometer's and the agent's Prometheus exporters, and
+usages, groups and exported series back to zero after the deletion. Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
 (``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); run with
 ``tox -e cloud``.
@@ -105,6 +106,9 @@ class TestCloud(testtools.TestCase):
 
     def test_5_gnocchi_measures(self):
         self.run_step(self.flow.gnocchi)
+
+    def test_5b_prometheus_exporters(self):
+        self.run_step(self.flow.prometheus)
 
     def test_6_resize_rebuild_migrate(self):
         self.run_step(self.flow.lifecycle)
