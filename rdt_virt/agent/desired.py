@@ -84,6 +84,26 @@ def allocations(dom, machine):
     return tuple(out)
 
 
+def held_caches(allocs):
+    """The cache libvirt holds for an instance, in KiB per cache.
+
+    Keyed like the flavor's extra specs (``cache_l3``, ``cache_l3_code``,
+    ...), for the state file, ``rdt-virt top`` and the samples' metadata;
+    the size is what the host holds, the request rounded up to ways.
+    """
+    per_cache = {}
+    for alloc in allocs:
+        for cache in alloc.caches:
+            key = 'cache_l%d' % cache.level + (
+                '' if cache.type == 'both' else '_' + cache.type)
+            per_cache[key, cache.cache_id] = per_cache.get(
+                (key, cache.cache_id), 0) + cache.size // 1024
+    held = {}
+    for (key, _), kib in per_cache.items():
+        held[key] = max(held.get(key, 0), kib)
+    return held
+
+
 def _bandwidth(unit, value, requested, owner):
     return model.BandwidthPolicy(
         unit=unit, value=int(value),
@@ -128,6 +148,7 @@ def parse(xml, default_monitor=True):
         if dom.metadata is not None:
             policy, bandwidth, monitor = _from_rdtvirt(dom.metadata,
                                                        default_monitor)
+        policy = dict(policy, **held_caches(allocs))
     except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
             ValueError, exception.InvalidGroupName) as e:
         raise exception.InvalidXML(what='domain', reason=e)

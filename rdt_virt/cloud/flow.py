@@ -195,7 +195,7 @@ class Flow(object):
                     protected['OS-EXT-SRV-ATTR:host'] == 'compute2',
                     'protected is ACTIVE on the host with a CLOSID left')
         self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
-                   '-c', 'Flavor Name', '-c', 'Host')
+                   '-c', 'Flavor', '-c', 'Host')
 
     def placement(self):
         rps = self.os('resource', 'provider', 'list', parse=True)
@@ -231,12 +231,17 @@ class Flow(object):
             self.out('-- %s --' % host)
             self.sh(self.cloud.layout.tool('rdt-virt'), '--resctrl-root',
                     root, 'groups')
-            self.sh(self.cloud.layout.tool('rdt-virt'), '--state-file',
-                    self.cloud.host_dir(host, 'host-state.json'), 'top',
-                    '--once')
+            _, top = self.sh(self.cloud.layout.tool('rdt-virt'),
+                             '--state-file', self.cloud.host_dir(
+                                 host, 'host-state.json'), 'top', '--once')
             # Every server here has an RDT flavor: one libvirt group each,
             # holding its vCPU thread.
             here = [s for s in servers if s['Host'] == host]
+            cached = [s for s in here
+                      if s['Flavor'].startswith('rdt.protected')]
+            self.expect(top.count('cache_l3=') == len(cached),
+                        '%s: top shows the L3 cache held for %d servers'
+                        % (host, len(cached)))
             groups = {}
             for name in os.listdir(root):
                 if name.startswith('qemu-'):
@@ -385,7 +390,7 @@ class Flow(object):
             self.expect(after and after['OS-EXT-SRV-ATTR:host'] == source,
                         'protected is ACTIVE again on %s' % source)
         self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
-                   '-c', 'Flavor Name', '-c', 'Host')
+                   '-c', 'Flavor', '-c', 'Host')
         self.resctrl()
 
     def delete_all(self):

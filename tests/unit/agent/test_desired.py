@@ -66,6 +66,20 @@ class TestParse(base.TestCase):
         self.assertEqual({0: 20, 1: 20}, alloc.bandwidth)
         self.assertEqual(6656 * 1024, alloc.caches[0].size)
         self.assertTrue(alloc.monitor)
+        # What the host holds per L3, for top and the samples.
+        self.assertEqual({'mem_bw': 15, 'cache_l3': 6656}, inst.policy)
+
+    def test_cdp_caches_in_the_policy(self):
+        inst = desired.parse(domain(metadata=NOVA + RDT % (
+            '<rdtvirt:membw unit="percent" value="10" group="instance"/>'),
+            cputune="<cachetune vcpus='0-3' id='vcpus_0-3'>"
+            "<cache id='0' level='3' type='code' size='3328' unit='KiB'/>"
+            "<cache id='0' level='3' type='data' size='6656' unit='KiB'/>"
+            "<cache id='1' level='3' type='code' size='3328' unit='KiB'/>"
+            "<cache id='1' level='3' type='data' size='6656' unit='KiB'/>"
+            "</cachetune>"))
+        self.assertEqual({'mem_bw': 10, 'cache_l3_code': 3328,
+                          'cache_l3_data': 6656}, inst.policy)
 
     def test_fixture_shared(self):
         inst = desired.parse(fixture('domain-nova-shared.xml'))
