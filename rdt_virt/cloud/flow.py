@@ -97,6 +97,8 @@ class Flow(object):
         self.step('Bad input', self.bad_input)
         self.step('Boot one protected and %d noisy servers' % NOISY,
                   self.boot)
+        self.step('The protected server reports its work',
+                  self.protected_work)
         self.step('Where the servers went, and why', self.placement)
         self.step('resctrl on each host', self.resctrl)
         self.step('Telemetry in Gnocchi', self.gnocchi)
@@ -120,7 +122,9 @@ class Flow(object):
                 '--property', 'hw:mem_bw=10', *closid, 'rdt.noisy')
         self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
                 '--property', 'hw:cache_l3=4096', *closid, 'rdt.protected4m')
-        for program in ('burn', 'idle'):
+        # burn: the noisy guests' memory traffic; work: a guest that prints
+        # a dot per 256 KiB it writes to its console; idle: for rebuilds.
+        for program in ('burn', 'work', 'idle'):
             path = guest.write_image(os.path.join(self.work, program +
                                                   '.img'), program)
             name = 'rdt-' + program
@@ -189,13 +193,44 @@ class Flow(object):
         self.expect(set(hosts.values()) == {'compute1'},
                     'the noisy servers are ACTIVE on the reference host')
         self.os('server', 'create', '--flavor', 'rdt.protected', '--image',
-                'rdt-idle', '--nic', 'none', '--wait', 'protected')
+                'rdt-work', '--nic', 'none', '--wait', 'protected')
         protected = self._state('protected', ('ACTIVE',))
         self.expect(protected is not None and
                     protected['OS-EXT-SRV-ATTR:host'] == 'compute2',
                     'protected is ACTIVE on the host with a CLOSID left')
         self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
                    '-c', 'Flavor', '-c', 'Host')
+
+    def _work(self, name):
+        """(time, units of work) from the server's console log."""
+        now = time.monotonic()
+        _, text = self.os('console', 'log', 'show', name, show=False)
+        return now, guest.work_units(text)
+
+    def protected_work(self):
+        # Nova returns the last 100 KiB of the console log, which holds the
+        # banner for the first minutes at this guest's pace: read early.
+        def started():
+            sample = self._work('protected')
+            return sample if sample[1] is not None else None
+        first = self.wait("protected's work banner", started, timeout=120,
+                          interval=3)
+        time.sleep(10)
+        second = self._work('protected')
+        # The log is the banner, then one dot per unit on a single line.
+        _, text = self.os('console', 'log', 'show', 'protected',
+                          show=False)
+        self.out('$ openstack console log show protected   (from its banner, '
+                 'cut)')
+        start = text.rfind(guest.WORK_BANNER)
+        self.out(text[start:start + len(guest.WORK_BANNER) + 40])
+        rate = guest.work_rate(first, second)
+        self.expect(rate is not None and rate > 0,
+                    'protected reports its work: %d units of %d KiB in '
+                    '%.0f s, %.1f MiB/s' % (
+                        (second[1] or 0) - first[1],
+                        guest.WORK_UNIT_BYTES // 1024, second[0] - first[0],
+                        (rate or 0) / 2.0 ** 20))
 
     def placement(self):
         rps = self.os('resource', 'provider', 'list', parse=True)

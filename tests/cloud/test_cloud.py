@@ -17,7 +17,8 @@ Placement, Glance, Neutron, Nova, Gnocchi, Ceilometer, two emulated RDT
 hosts), each test runs one step of the flow in order (names sort in flow
 order) and checks what a user checks, with the flow's own checks (a
 step fails at the first): server states and hosts, the RDT fault of a
-server no host can serve, Placement's CLOSID usages, one resctrl group
+server no host can serve, the protected server's work growing in its
+console log, Placement's CLOSID usages, one resctrl group
 with its vCPU thread per server, Gnocchi's measures of the three meters,
 the same meters on Ceilometer's and the agent's Prometheus exporters, and
 usages, groups and exported series back to zero after the deletion. Needs root,
@@ -100,6 +101,9 @@ class TestCloud(testtools.TestCase):
     def test_3_boot_and_placement(self):
         self.run_step(self.flow.boot)
         self.run_step(self.flow.placement)
+
+    def test_3b_protected_server_reports_its_work(self):
+        self.run_step(self.flow.protected_work)
 
     def test_4_resctrl_groups(self):
         self.run_step(self.flow.resctrl)
