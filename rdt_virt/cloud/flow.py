@@ -429,11 +429,9 @@ class Flow(object):
         self.resctrl()
 
     def delete_all(self):
-        names = [s['Name'] for s in self.os('server', 'list', parse=True,
-                                            show=False)]
-        uuids = {s['ID'] for s in self.os('server', 'list', parse=True,
-                                          show=False)}
-        self.os('server', 'delete', '--wait', *names)
+        servers = self.os('server', 'list', parse=True, show=False)
+        uuids = {s['ID'] for s in servers}
+        self.os('server', 'delete', '--wait', *[s['Name'] for s in servers])
         # Ceilometer drops a meter's series at each poll and exports what
         # it polls; the agent exports what its state file holds.
         self.wait('the exporters to forget the deleted servers',
