@@ -449,6 +449,13 @@ REFERENCE_STOCK = dataclasses.replace(
     description='reference host booted without rdt=l3cat: the kernel '
                 'turns L3 CAT off on this stepping (MBA and CMT+MBM only)')
 
+# rdt=!mba: the kernel leaves MBA out, so the host has L3 CAT and CMT+MBM
+# and the L3's 16 CLOSIDs instead of the 8 both resources share.
+REFERENCE_NO_MBA = dataclasses.replace(
+    REFERENCE, name='reference-no-mba', cmdline='rdt=l3cat,!mba',
+    description='reference host booted with rdt=l3cat,!mba: L3 CAT and '
+                'CMT+MBM, no MBA')
+
 # The kernel knows SNC only on the models of quirks.SNC_MODELS, so this
 # host is a Sapphire Rapids: on the reference host's Cascade Lake the
 # kernel keeps monitoring per L3 whatever the firmware does.
@@ -529,7 +536,8 @@ MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
-PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK, SNC2, CDP,
+PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK,
+                                REFERENCE_NO_MBA, SNC2, CDP,
                                 MBA_MBPS, AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
                                 WIDE, MONITORING)}
 

@@ -38,6 +38,16 @@ class BootTest(fakes.ModelTestCase):
             self.assertEqual('8\n', stock.read('/info/MB/num_closids'))
             stock.mkdir('/g1')
 
+    def test_reference_without_mba(self):
+        tree = self.booted('reference-no-mba')
+        self.assertEqual(['last_cmd_status', 'L3', 'L3_MON'],
+                         tree.readdir('/info'))
+        # Without MBA the L3's 16 CLOSIDs are all usable.
+        self.assertEqual('16\n', tree.read('/info/L3/num_closids'))
+        self.assertEqual('L3:0=7ff;1=7ff', tree.read('/schemata').strip())
+        self.assertEqual('llc_occupancy\nmbm_total_bytes\nmbm_local_bytes\n',
+                         tree.read('/info/L3_MON/mon_features'))
+
     def test_early_skylake_loses_monitoring_too(self):
         early = dataclasses.replace(
             profiles.REFERENCE, name='skx-early', cmdline='',

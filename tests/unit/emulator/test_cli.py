@@ -43,9 +43,10 @@ class CliTest(fakes.ModelTestCase):
         lines = self.stdout.getvalue().splitlines()
         self.assertEqual(['amd', 'amd-mb4096', 'amd-zen5', 'cdp', 'l3-cat',
                           'mba-mbps', 'monitoring', 'reference',
-                          'reference-stock', 'snc2', 'wide'],
+                          'reference-no-mba', 'reference-stock', 'snc2',
+                          'wide'],
                          [line.split()[0] for line in lines])
-        self.assertIn('Xeon Gold 6252', lines[-4])
+        self.assertIn('Xeon Gold 6252', lines[-5])
 
     def test_topology(self):
         self.assertEqual(0, self.run_cli('topology', '--profile', 'amd',

@@ -21,6 +21,7 @@ class ProfileTest(base.TestCase):
     EXPECTED = {
         'reference': (('MB', 'L3'), 8, 6, (), 192),
         'reference-stock': (('MB', 'L3'), 8, 6, (), 192),
+        'reference-no-mba': (('MB', 'L3'), 8, 6, (), 192),
         'snc2': (('MB', 'L3'), 8, 6, (), 192),
         'cdp': (('MB', 'L3DATA', 'L3CODE'), 8, 6, ('cdp',), 192),
         'mba-mbps': (('MB', 'L3'), 8, 6, ('mba_MBps',), 192),
