@@ -287,33 +287,40 @@ class Flow(object):
                         '%s: %d servers, %d groups, each with its vCPU '
                         'thread' % (host, len(here), len(groups)))
 
+    # One server on each host: both hosts monitor (compute2 is booted
+    # without MBA, not without monitoring).
+    WATCHED = (('noisy-1', 'compute1'), ('protected', 'compute2'))
+
     def gnocchi(self):
-        server = self.os('server', 'show', 'noisy-1', parse=True,
-                         show=False)
         gn = self.cloud.layout.tool('gnocchi')
 
-        def measures(meter, show=False):
+        def measures(uuid, meter, show=False):
             rc, text = self.sh(gn, 'measures', 'show', '--resource-id',
-                               server['id'], '--refresh', meter, '-f',
-                               'json', check=False, show=show)
+                               uuid, '--refresh', meter, '-f', 'json',
+                               check=False, show=show)
             try:
                 # JSON on stdout, Python's warnings after it.
                 return json.JSONDecoder().raw_decode(
                     text[text.index('['):])[0] if not rc else []
             except ValueError:
                 return []
-        # Ceilometer's archive policy (ceilometer-low) keeps 5-minute means:
-        # the first appears once the agents' first samples are processed.
-        self.wait('measures of noisy-1 in Gnocchi', lambda: measures(
-            'memory.bandwidth.total'), timeout=420, interval=10)
-        for meter in ('memory.bandwidth.total', 'memory.bandwidth.local',
-                      'cpu_l3_cache'):
-            self.sh(gn, 'measures', 'show', '--resource-id', server['id'],
-                    '--refresh', meter)
-            values = [m['value'] for m in measures(meter)]
-            self.expect(values and all(v > 0 for v in values),
-                        'Gnocchi has %s of noisy-1 (%s)' % (
-                            meter, ', '.join('%.0f' % v for v in values)))
+        for name, _ in self.WATCHED:
+            uuid = self._show(name)['id']
+            # Ceilometer's archive policy (ceilometer-low) keeps 5-minute
+            # means: the first appears once the agents' first samples are
+            # processed.
+            self.wait('measures of %s in Gnocchi' % name,
+                      lambda: measures(uuid, 'memory.bandwidth.total'),
+                      timeout=420, interval=10)
+            for meter in ('memory.bandwidth.total',
+                          'memory.bandwidth.local', 'cpu_l3_cache'):
+                self.sh(gn, 'measures', 'show', '--resource-id', uuid,
+                        '--refresh', meter)
+                values = [m['value'] for m in measures(uuid, meter)]
+                self.expect(values and all(v > 0 for v in values),
+                            'Gnocchi has %s of %s (%s)' % (
+                                meter, name,
+                                ', '.join('%.0f' % v for v in values)))
 
     # Ceilometer's polling agent exports every sample it polls as a gauge
     # named ceilometer_<meter> (dots become underscores), labelled with
@@ -350,20 +357,21 @@ class Flow(object):
         return found
 
     def prometheus(self):
-        uuid = self._show('noisy-1')['id']
-        for kind, label, names in self.EXPORTERS:
-            def complete():
-                found = self.scrape(kind, 'compute1', label, names,
-                                    show=False)
-                return all(found.get((n, uuid), 0) > 0 for n in names)
-            # Ceilometer polls every 30 s, its first poll perhaps before
-            # the agent's first rates.
-            self.wait('%s of noisy-1' % kind, complete, timeout=120,
-                      interval=10)
-            found = self.scrape(kind, 'compute1', label, names)
-            self.expect(all(found.get((n, uuid), 0) > 0 for n in names),
-                        '%s on compute1 exports %s of noisy-1' % (
-                            kind, ', '.join(names)))
+        for name, host in self.WATCHED:
+            uuid = self._show(name)['id']
+            for kind, label, names in self.EXPORTERS:
+                def complete():
+                    found = self.scrape(kind, host, label, names,
+                                        show=False)
+                    return all(found.get((n, uuid), 0) > 0 for n in names)
+                # Ceilometer polls every 30 s, its first poll perhaps
+                # before the agent's first rates.
+                self.wait('%s of %s' % (kind, name), complete, timeout=120,
+                          interval=10)
+                found = self.scrape(kind, host, label, names)
+                self.expect(all(found.get((n, uuid), 0) > 0 for n in names),
+                            '%s on %s exports %s of %s' % (
+                                kind, host, ', '.join(names), name))
 
     def exported(self):
         """The instances any exporter on any host still has series of."""

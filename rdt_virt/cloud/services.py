@@ -29,10 +29,11 @@ from rdt_virt.cloud import mariadb
 PASSWORD = 'rdt-virt'
 REGION = 'RegionOne'
 # Compute hosts: (name, emulated hardware profile). The reference host has
-# L3 CAT, MBA and MBM; the other has the same caches with L3 CAT only, so
-# bandwidth limits need the reference host. Not an AMD host: libvirt can
-# create no resctrl group on one (see rdt_virt.policy.fit).
-COMPUTES = (('compute1', 'reference'), ('compute2', 'l3-cat'))
+# L3 CAT, MBA and MBM; the other is the same host booted with rdt=!mba (L3
+# CAT and MBM), so bandwidth limits need the reference host and servers on
+# both are measured. Not an AMD host: libvirt can create no resctrl group
+# on one (see rdt_virt.policy.fit).
+COMPUTES = (('compute1', 'reference'), ('compute2', 'reference-no-mba'))
 PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
          'placement', 'neutron', 'nova', 'gnocchi') + tuple(
     '%s_%s' % (kind, host) for host, _ in COMPUTES
