@@ -44,9 +44,10 @@ FEATURES = collections.OrderedDict([
         'a monitoring group can be renamed and moved to another control '
         'group (before: kernfs answers EPERM)')),
     ('bmec', Feature(
-        '6.4', 'x86/resctrl: Add interface to read mbm_total_bytes_config',
+        '6.3', 'x86/resctrl: Add interface to read mbm_total_bytes_config',
         'info/L3_MON/mbm_total_bytes_config and mbm_local_bytes_config on '
-        'hardware with BMEC (AMD)')),
+        'hardware with BMEC (AMD), also listed in mon_features '
+        '(rdt_mon_features_show)')),
     ('multi_tasks', Feature(
         '6.7', 'x86/resctrl: Add multiple tasks to the resctrl group at '
         'once', 'one tasks write takes a comma-separated list (before: one '
@@ -59,6 +60,11 @@ FEATURES = collections.OrderedDict([
         'mkdir_rdt_prepare()', 'control-group mkdir takes its CLOSID '
         'before its RMID (before: the RMID first, freed into limbo when '
         'no CLOSID is left)')),
+    ('limbo_always', Feature(
+        '6.9', 'x86/resctrl: Allow resctrl_arch_rmid_read() to sleep',
+        'every freed RMID enters limbo (before: add_rmid_to_limbo() read '
+        'the occupancy on the local domain and freed the RMID there at '
+        'once when the read failed or was at most the threshold)')),
     ('snc', Feature(
         '6.11', 'x86/resctrl: Sub-NUMA Cluster (SNC) detection and '
         'enabling', 'with SNC, monitoring per node: mon_L3_XX sums its '
@@ -87,10 +93,14 @@ FEATURES = collections.OrderedDict([
 ])
 
 #: Releases offered by name, oldest first; ``newest`` is the last one.
-RELEASES = ('5.14', '5.15', '6.1', '6.8', '6.18', '7.0')
+RELEASES = ('5.14', '5.15', '6.1', '6.8',
+            '6.12',
+            '6.18', '7.0')
 NEWEST = RELEASES[-1]
 #: Releases that the functional test matrix runs by default.
-MATRIX_RELEASES = ('6.1', '6.8', NEWEST)
+MATRIX_RELEASES = ('6.1', '6.8',
+                   '6.12',
+                   NEWEST)
 
 _SPEC = re.compile(r'^([0-9]+\.[0-9]+|newest)((?:[+-][a-z0-9_]+)*)$')
 

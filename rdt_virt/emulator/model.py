@@ -189,8 +189,9 @@ class ResctrlModel(features.FeatureFiles):
         if profile.l2:
             self.ctrl_domains['L2'] = tuple(sorted(
                 profile.l2_domains(self.online_cpus)))
+        # kernfs makes the root directory 0555.
         self.root = Group('', CTRL, config=schemata.default_config(
-            profile, self.ctrl_domains), ctime=time.time())
+            profile, self.ctrl_domains), ctime=time.time(), dirmode=0o555)
         self.root.cpus = set(self.online_cpus)
         self.groups = collections.OrderedDict()
         self._members = {}
@@ -203,7 +204,8 @@ class ResctrlModel(features.FeatureFiles):
                 bool(mon) and counters_mod.OCCUPANCY in mon.events,
                 interval=self._limbo_delay,
                 half_life=profile.counters.occupancy_half_life,
-                threshold=lambda: self.max_threshold)
+                threshold=lambda: self.max_threshold,
+                always=self.has('limbo_always'))
             if mon:
                 size = profile.domains[0].l3_size
                 self.max_threshold = (size // mon.num_rmids
@@ -228,7 +230,8 @@ class ResctrlModel(features.FeatureFiles):
                          counters_mod.LOCAL: {d: BMEC_LOCAL
                                               for d in self.domains}}
         if mon:
-            self.counters.attach(self.root)
+            # RMID 0 has counted the host's tasks since boot.
+            self.counters.attach(self.root, seen=True)
             self._assign_new_group(self.root)
 
     def remount(self, profile=None):

@@ -29,10 +29,14 @@
     .../mon_data/mon_L3_XX/{llc_occupancy,mbm_total_bytes,mbm_local_bytes}
 
 ``mkdir`` in the root makes a control group and in a ``mon_groups``
-directory a monitoring group; anywhere else it fails with EPERM (ENODEV
-under ``info``). ``rmdir`` only removes groups (EPERM otherwise). Files are
-0644 when writable and 0444 otherwise, report a size of 0 like kernfs, and a
-write is one command (at most one page). Every mutation is logged.
+directory a monitoring group; anywhere else, ``info`` included, it fails
+with EPERM (``rdtgroup_mkdir()``). ``rmdir`` only removes groups (EPERM
+otherwise). The root is 0555, as kernfs makes a root directory, and
+``info`` and its directories take their parent's mode
+(``rdtgroup_create_info_dir()``); a group's own directories take the mode
+of its mkdir. Files are 0644 when writable and 0444 otherwise, report a
+size of 0 like kernfs, and a write is one command (at most one page).
+Every mutation is logged.
 
 :class:`ResctrlTree` is what the FUSE layer calls; it takes the model lock
 around every operation, as the kernel takes ``rdtgroup_mutex``.
@@ -105,8 +109,8 @@ class ResctrlTree(object):
         prof = self.model.profile
         if name == 'L3_MON':
             files = _MON_INFO
-            if self.model.has('mbm_assign') and any(
-                    e.startswith('mbm_') for e in prof.mon.events):
+            if self.model.has('mbm_assign'):
+                # Every L3_MON of 6.18+ has it, with or without MBM.
                 files += ('mbm_assign_mode',)
             if self.model.assign is not None:
                 files += ('available_mbm_cntrs', 'mbm_assign_on_mkdir',
@@ -120,7 +124,11 @@ class ResctrlTree(object):
             files = _CACHE_INFO
             if not self.model.has('sparse_masks'):
                 files = tuple(f for f in files if f != 'sparse_masks')
-            if self.model.has('io_alloc'):
+            if self.model.has('io_alloc') and any(
+                    s.is_cache and s.resource.io_alloc_capable
+                    for s in prof.schemas):
+                # io_alloc_init(): only where L3 can, and then on every
+                # cache resource (L2 answers "not supported").
                 files += ('io_alloc', 'io_alloc_cbm')
             return files
         modes = [r.throttle_mode for r in (prof.mb, prof.smba) if r]
@@ -219,7 +227,7 @@ class ResctrlTree(object):
         """``(uid, gid, permission bits, ctime)`` of a node."""
         group = node.group
         if node.kind in (INFO, INFO_RES):
-            return 0, 0, 0o755, None
+            return 0, 0, self.model.root.dirmode, None
         if node.kind == INFO_FILE:
             mode = 0o644 if node.name in _INFO_WRITABLE else 0o444
             return 0, 0, mode, None
@@ -317,7 +325,14 @@ class ResctrlTree(object):
                 # With SNC the RMIDs are shared out between the nodes.
                 return '%d\n' % (prof.mon.num_rmids // m.snc)
             if name == 'mon_features':
-                return ''.join(e + '\n' for e in prof.mon.events)
+                # rdt_mon_features_show(): a configurable event (BMEC)
+                # is followed by its _config file outside mbm_event mode.
+                out = []
+                for e in prof.mon.events:
+                    out.append(e + '\n')
+                    if m.bmec_visible() and e in _BMEC_EVENTS:
+                        out.append(e + '_config\n')
+                return ''.join(out)
             if name == 'mbm_assign_mode':
                 return m.assign_mode_text()
             if name in ('num_mbm_cntrs', 'available_mbm_cntrs'):
@@ -419,7 +434,7 @@ class ResctrlTree(object):
         if '\n' in name:
             raise _err(errno.EINVAL)
         if parent.kind in (INFO, INFO_RES):
-            raise _err(errno.ENODEV)
+            raise _err(errno.EPERM)
         args = (ctx.uid, ctx.gid, mode & 0o7777)
         if parent.kind == GROUP and parent.group is m.root:
             return m.mkdir_ctrl(name, *args)

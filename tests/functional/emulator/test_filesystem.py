@@ -83,7 +83,9 @@ class FilesystemTest(base.EmulatorTestCase):
         self.assertEqual('Out of CLOSIDs\n', self.assertErrno(
             errno.ENOSPC, os.mkdir, self.path('g7')))
         self.assertErrno(errno.EEXIST, os.mkdir, self.path('g0'))
-        self.assertErrno(errno.ENODEV, os.mkdir, self.path('info', 'x'))
+        self.assertErrno(errno.EPERM, os.mkdir, self.path('info', 'x'))
+        self.assertEqual(0o555, os.stat(self.root).st_mode & 0o777)
+        self.assertEqual(0o555, os.stat(self.path('info')).st_mode & 0o777)
         self.assertErrno(errno.EPERM, os.mkdir, self.path('g0', 'x'))
         self.assertErrno(errno.EPERM, os.rmdir, self.path('info'))
         self.assertErrno(errno.EPERM, os.rmdir, self.path('g0', 'mon_data'))
