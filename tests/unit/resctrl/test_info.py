@@ -241,6 +241,16 @@ class TestParse(base.TestCase):
             max_threshold_occupancy=None, domain_ids=(0, 1)), caps.monitor)
         self.assertEqual({'CMT', 'MBM_TOTAL'}, caps.features)
 
+    def test_bmec_config_files_are_not_events(self):
+        files = {'L3_MON/num_rmids': '256', 'L3_MON/mon_features':
+                 'llc_occupancy\nmbm_total_bytes\nmbm_total_bytes_config\n'
+                 'mbm_local_bytes\nmbm_local_bytes_config\n'}
+        caps = info.parse(files, '', mon_domain_ids=[0])
+        self.assertEqual({'llc_occupancy', 'mbm_total_bytes',
+                          'mbm_local_bytes'}, caps.monitor.features)
+        self.assertEqual(('mbm_local_bytes', 'mbm_total_bytes'),
+                         caps.monitor.mbm_events)
+
     def test_nothing(self):
         self.assertEqual(info.HostCapabilities(), info.parse({}))
 
