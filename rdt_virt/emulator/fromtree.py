@@ -20,7 +20,8 @@ emulates that host; :func:`render` writes the same kind of directory for
 any profile, from the emulator's own files, so the built-in profiles are
 data of the same kind and ``load(render(p))`` gives ``p`` back.
 
-What resctrl does not show comes from the vendor: the counter unit
+A captured writable value (``max_threshold_occupancy``) is served as
+captured. What resctrl does not show comes from the vendor: the counter unit
 (``mon_scale``: 64 KiB on Intel, 64 B on AMD), the MBM counter width (24
 and 44 bits) and the counter model's rates. L2 CAT (``info/L2``) is
 emulated with one domain per L2 cache id of the captured topology (mapped
@@ -29,6 +30,7 @@ prioritisation (``cdpl2``) is not, and is noted in
 :attr:`Profile.description`.
 """
 
+import dataclasses
 import json
 import os
 
@@ -208,9 +210,12 @@ def load(directory, name=None):
              if n.startswith('mon_sub_L3_')])
         for d in tree.listdir('resctrl', 'mon_data')])
     mon = None
+    threshold = None
     if 'L3_MON' in info_dirs:
         feats = (tree.read('resctrl', 'info', 'L3_MON', 'mon_features') or
                  '').split()
+        threshold = tree.int('resctrl', 'info', 'L3_MON',
+                             'max_threshold_occupancy')
         cntrs = (tree.read('resctrl', 'info', 'L3_MON', 'num_mbm_cntrs') or
                  '').strip()
         mon = profiles.Monitoring(
@@ -242,6 +247,12 @@ def load(directory, name=None):
     default_size = max(sizes.values()) if sizes else 32 * profiles.MIB
     domains = tuple(profiles.CacheDomain(d, sizes.get(d, default_size))
                     for d in sorted(dom_ids))
+    if mon and threshold is not None and threshold != mon.threshold(
+            domains[0].l3_size):
+        # Writable values are served as captured, not recomputed: the
+        # kernel's own figure comes from CPUID's cache size, which the
+        # capture may not match.
+        mon = dataclasses.replace(mon, max_threshold_occupancy=threshold)
 
     g = profiles.CacheGeometry()
     l1d = kinds.get((1, 'Data'), (g.l1d_size, g.l1_ways, g.line_size))

@@ -207,9 +207,8 @@ class ResctrlModel(features.FeatureFiles):
                 threshold=lambda: self.max_threshold,
                 always=self.has('limbo_always'))
             if mon:
-                size = profile.domains[0].l3_size
-                self.max_threshold = (size // mon.num_rmids
-                                      // mon.mon_scale * mon.mon_scale)
+                self.max_threshold = mon.threshold(
+                    profile.domains[0].l3_size)
         self.counters = counters_mod.Counters(
             profile, self.mon_domains, self._cpu_nodes, self._allowed_bytes,
             self._throttle, self.clock())

@@ -112,6 +112,15 @@ class Monitoring:
     #: Bandwidth event configuration (AMD BMEC): which traffic the MBM
     #: events count, ``info/L3_MON/mbm_*_bytes_config``.
     bmec: bool = False
+    #: ``max_threshold_occupancy`` at mount, as a captured host showed
+    #: it; None: computed as the kernel does (:meth:`threshold`).
+    max_threshold_occupancy: typing.Optional[int] = None
+
+    def threshold(self, l3_size):
+        """The threshold at mount: captured, or L3 size / RMIDs."""
+        if self.max_threshold_occupancy is not None:
+            return self.max_threshold_occupancy
+        return l3_size // self.num_rmids // self.mon_scale * self.mon_scale
 
 
 @dataclasses.dataclass(frozen=True)
