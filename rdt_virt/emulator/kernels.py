@@ -26,7 +26,10 @@ Each feature names the mainline release and the commit that brought it
 (see :data:`FEATURES`); a release has every feature whose release is not
 newer than it. ``mkdir_clear_status`` belongs to no listed release: kernels
 before 5.10 cleared ``last_cmd_status`` in every mkdir of a group, later
-ones never do (only writes and rename clear it).
+ones never do (only writes and rename clear it). Nor does
+``status_on_access``, reported as queued for the release after 7.0 and
+not in the mainline sources this table was checked against: a kernel
+spec adds it with ``+status_on_access``.
 """
 
 import collections
@@ -39,6 +42,11 @@ FEATURES = collections.OrderedDict([
     ('mkdir_clear_status', Feature(
         None, 'mkdir_rdt_prepare() before 5.10',
         'mkdir of a group clears last_cmd_status')),
+    ('status_on_access', Feature(
+        None, 'a change queued for the release after 7.0',
+        'every access to a group file clears last_cmd_status under the '
+        'kernel lock, so a reader between a failed write and its status '
+        'finds "ok"')),
     ('mon_rename', Feature(
         '6.5', 'x86/resctrl: Implement rename op for mon groups',
         'a monitoring group can be renamed and moved to another control '

@@ -290,6 +290,8 @@ class ResctrlTree(object):
             if node.kind in _DIRS:
                 raise _err(errno.EISDIR)
             if node.kind == FILE:
+                if self.model.has('status_on_access'):
+                    self.model._clear()
                 return self._group_file(node.group, node.name)
             if node.kind == MON_FILE:
                 if isinstance(node.extra, tuple):

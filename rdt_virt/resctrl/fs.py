@@ -287,6 +287,23 @@ class Resctrl(object):
         except OSError as e:
             return 'last_cmd_status unreadable: %s' % e.strerror
 
+    def failure_status(self, err):
+        """What explains a failed operation with errno *err*.
+
+        The text of ``info/last_cmd_status``, unless it says ``ok`` or
+        nothing: the kernel wrote no text for this error, or another
+        reader cleared it between the failure and this read (kernels
+        that clear the status at every group file access make that
+        likely). Then the errno's meaning stands in; never ``ok``.
+        """
+        status = self.last_cmd_status()
+        if status in ('', 'ok') or status.startswith(
+                'last_cmd_status unreadable'):
+            meaning = os.strerror(err) if err else 'unknown error'
+            return '%s (info/last_cmd_status: %s)' % (
+                meaning, status or 'empty')
+        return status
+
     def _open_for_write(self, path, data):
         # O_TRUNC is what echo(1) and libvirt use; the kernel ignores it,
         # and a plain file (a test tree) then holds exactly what was written.
@@ -297,7 +314,7 @@ class Resctrl(object):
         except OSError as e:
             raise exception.ResctrlWriteError(
                 path, data, e.errno, os.strerror(e.errno),
-                self.last_cmd_status())
+                self.failure_status(e.errno))
 
     def _write(self, path, data):
         """Write ``data`` in one write(2); errors carry last_cmd_status."""
@@ -307,7 +324,7 @@ class Resctrl(object):
         except OSError as e:
             raise exception.ResctrlWriteError(
                 path, data, e.errno, os.strerror(e.errno),
-                self.last_cmd_status())
+                self.failure_status(e.errno))
         finally:
             os.close(fd)
 
@@ -432,7 +449,7 @@ class Resctrl(object):
             raise exception.GroupExists(path=path, group=name,
                                         reason='exists')
         except OSError as e:
-            status = self.last_cmd_status()
+            status = self.failure_status(e.errno)
             if e.errno == errno.ENOSPC:
                 raise exception.NoSpace(path=path, group=name, what=what,
                                         status=status)
@@ -454,7 +471,7 @@ class Resctrl(object):
         except OSError as e:
             raise exception.ResctrlError(
                 path=path, reason='%s: %s' % (os.strerror(e.errno),
-                                              self.last_cmd_status()))
+                                              self.failure_status(e.errno)))
 
     def create_group(self, name, foreign_ok=False):
         """Create control group ``name`` (takes a CLOSID and an RMID).
@@ -510,7 +527,7 @@ class Resctrl(object):
                 self._missing(os.path.join(missing, 'tasks'))
             raise exception.ResctrlError(
                 path=src, reason='rename to %s: %s: %s' % (
-                    dst, os.strerror(e.errno), self.last_cmd_status()))
+                    dst, os.strerror(e.errno), self.failure_status(e.errno)))
 
     # Control files ---------------------------------------------------------
 
@@ -573,7 +590,7 @@ class Resctrl(object):
                 except OSError as e:
                     raise exception.ResctrlWriteError(
                         path, data, e.errno, os.strerror(e.errno),
-                        self.last_cmd_status())
+                        self.failure_status(e.errno))
                 moved.append(tid)
         finally:
             os.close(fd)

@@ -300,6 +300,18 @@ class SecondRoundTest(fakes.ModelTestCase):
         self.assertIn('mbm_total_bytes_config\n',
                       tree.read('/info/L3_MON/mon_features'))
 
+    def test_status_cleared_at_group_file_access(self):
+        missing = 'Missing \'=\' or non-numeric domain\n'
+        for spec, after in (('newest', missing),
+                            ('newest+status_on_access', 'ok\n')):
+            tree = fakes.tree.ResctrlTree(self.make_model('reference',
+                                                          kernel=spec))
+            tree.mkdir('/g1')
+            self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/g1/schemata', b'L3:x\n')
+            tree.read('/tasks')
+            self.assertEqual(after, tree.read('/info/last_cmd_status'), spec)
+
     def test_assign_mode_on_every_l3_mon_since_6_18(self):
         cmt_only = dataclasses.replace(
             profiles.REFERENCE, name='cmt-only', mon=dataclasses.replace(
