@@ -30,6 +30,10 @@ from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
 
+#: A monitoring group is held to drain at most this many rotation
+#: intervals (at least FAST_DRAIN seconds each).
+HOLD_ROTATIONS = 4
+
 
 class Monitoring(object):
     """The agent's monitoring resources across ticks.
@@ -58,6 +62,7 @@ class Monitoring(object):
         self._rmid_groups = None
         self.accounted = set()
         self.held = 0                # monitoring groups left draining
+        self._held_since = {}        # mon group -> first seen draining
         self.generation = {}         # group or mon group -> int
         self._rmid_cap = None        # (budget, until) after ENOSPC
         self.budget = None           # RMID budget of the last tick
@@ -111,33 +116,19 @@ class Monitoring(object):
                     found[kind[1]] = (name, mon)
         return found
 
-    def draining(self, caps, outside):
-        """Monitoring groups to empty but keep: their RMID has not drained.
+    def drain_check(self, caps, mons, now):
+        """A :class:`DrainCheck` of this tick for the groups in *mons*."""
+        limit = HOLD_ROTATIONS * max(self.opts.rotation_interval,
+                                     rotation_mod.FAST_DRAIN)
+        check = DrainCheck(self.resctrl, caps, mons, now, self._held_since,
+                           limit)
+        return check
 
-        A removed group's RMID stays in limbo until its cache occupancy is
-        below ``max_threshold_occupancy`` on every domain; read here, on
-        the group that still exists, it tells when removing it frees the
-        RMID at once (see :mod:`rdt_virt.agent.rotation`).
-        """
-        mon = caps.monitor
-        if (mon is None or mon.max_threshold_occupancy is None or
-                'llc_occupancy' not in mon.features):
-            return set()
-        threshold = mon.max_threshold_occupancy
-        draining = set()
-        for group, name in outside.values():
-            try:
-                values = self.resctrl.read_mon_data(
-                    group, name, events=['llc_occupancy'])
-            except exception.ResctrlError:
-                continue
-            for dom in values.values():
-                occ = dom.get('llc_occupancy')
-                if occ is None or occ.value is None or (
-                        occ.value >= threshold):
-                    draining.add(name)
-                    break
-        return draining
+    def forget_held(self, keep):
+        """Stop timing the holds of groups not in *keep* (names)."""
+        for name in list(self._held_since):
+            if name not in keep:
+                del self._held_since[name]
 
     def budget_for(self, caps, foreign, now):
         """The RMID budget of this tick (lower for a while after ENOSPC)."""
@@ -213,3 +204,95 @@ class Monitoring(object):
             'instances_with_counters': with_counters,
         }
         return outcome.writes if outcome else 0
+
+
+class DrainCheck(object):
+    """Whether a monitoring group outside the window may go now.
+
+    A removed group's RMID stays in limbo while the kernel's reads of its
+    occupancy say it is dirty (``__check_limbo()``: a value at or above
+    ``max_threshold_occupancy``, or a failed read from 6.9 on). Read here,
+    on the group that still exists, the occupancy tells when removing it
+    frees the RMID at the next check (see :mod:`rdt_virt.agent.rotation`);
+    until then the group is emptied but kept, holding its RMID.
+
+    Three things bound that wait, so that no group can stall the rotation:
+
+    * a group whose occupancy cannot be read (``Unavailable``, as an empty
+      group that never ran reads on real kernels, ``Error``, or a failed
+      read) goes at once: waiting cannot change what it reads. Before 6.9
+      ``add_rmid_to_limbo()`` frees such an RMID at once; from 6.9 the
+      kernel may keep it in limbo, a later mkdir answers EBUSY and the
+      rotation slows down (:meth:`Rotation.busy`);
+    * a group still above the threshold after ``limit`` seconds goes
+      anyway (cache-resident data may never drain), and its RMID counts
+      as in limbo for the rotation's drain time (:attr:`forced`);
+    * a group that no longer exists holds nothing.
+
+    :param mons: ``{uuid: (control group, monitoring group)}``.
+    :param held_since: ``{monitoring group: time}``, kept across ticks.
+    """
+
+    def __init__(self, resctrl, caps, mons, now, held_since, limit):
+        self.resctrl = resctrl
+        self.mons = mons
+        self.now = now
+        self.held_since = held_since
+        self.limit = limit
+        mon = caps.monitor
+        self.threshold = None
+        if (mon is not None and mon.max_threshold_occupancy is not None and
+                'llc_occupancy' in mon.features):
+            self.threshold = mon.max_threshold_occupancy
+        self._answers = {}
+        #: Monitoring groups let go above the threshold.
+        self.forced = set()
+        #: Monitoring groups let go because their occupancy is unreadable.
+        self.unreadable = set()
+
+    def __call__(self, uuid):
+        if uuid not in self.mons:
+            return True
+        if uuid not in self._answers:
+            self._answers[uuid] = self._may_go(*self.mons[uuid])
+        return self._answers[uuid]
+
+    def _may_go(self, group, name):
+        if self.threshold is None:
+            return True
+        try:
+            values = self.resctrl.read_mon_data(
+                group, name, events=['llc_occupancy'])
+        except exception.ResctrlError:
+            self.unreadable.add(name)
+            return True
+        dirty = False
+        readable = False
+        for dom in values.values():
+            occ = dom.get('llc_occupancy')
+            if occ is None or occ.value is None:
+                continue
+            readable = True
+            if occ.value >= self.threshold:
+                dirty = True
+        if not readable:
+            self.unreadable.add(name)
+            return True
+        if not dirty:
+            return True
+        since = self.held_since.setdefault(name, self.now)
+        if self.now - since >= self.limit:
+            LOG.warning('Monitoring group %s still holds %s bytes of cache '
+                        'after %.0f s; removing it anyway', name,
+                        ', '.join(str(d.get('llc_occupancy').value)
+                                  for d in values.values()
+                                  if d.get('llc_occupancy')),
+                        self.now - since)
+            self.forced.add(name)
+            return True
+        return False
+
+    def draining(self, outside):
+        """Names of the groups of *outside* (uuids) that stay to drain."""
+        return {self.mons[u][1] for u in outside
+                if u in self.mons and not self(u)}

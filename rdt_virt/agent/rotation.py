@@ -33,7 +33,13 @@ and the kernel says so only when it is too late. The agent therefore does
 the draining itself, where it can watch it: a monitoring group that leaves
 the window gives its threads back to its control group but stays, holding
 its RMID, until its own ``llc_occupancy`` reads below the threshold; only
-then is it removed, and the kernel frees its RMID at the next check.
+then is it removed, and the kernel frees its RMID at the next check. The
+wait is bounded (:class:`rdt_virt.agent.monitoring.DrainCheck`): a group
+whose occupancy cannot be read (an empty group that never ran reads
+``Unavailable``) goes at once, and one still above the threshold after a
+few rotation intervals goes anyway, its RMID then counted as in limbo. A
+member whose group can go at once is replaced in the same tick, so
+steady rotation uses the whole budget.
 Groups held that way (``held``) and RMIDs released recently (limbo)
 count against the budget, so the window plus them never exceed it, and
 new members join only as fast as the old ones drain. RMIDs released
@@ -122,14 +128,19 @@ class Rotation(object):
             return 1.0
         return len(self.window) / self.candidates
 
-    def update(self, candidates, budget, now, held=0):
+    def update(self, candidates, budget, now, held=0, may_go=None):
         """Return the new window for ``candidates`` under ``budget``.
 
         :param candidates: uuids that need a monitoring group.
         :param budget: monitoring groups allowed (see :func:`rmid_budget`).
         :param now: the current time (any monotonic clock, in seconds).
         :param held: monitoring groups outside the window that still hold
-            an RMID (draining, or removed this tick).
+            an RMID (draining).
+        :param may_go: ``f(uuid) -> bool``: the monitoring group of a
+            member leaving now can be removed at once (drained, or
+            nothing to wait for). Such a member's place is taken in the
+            same tick, so that steady rotation keeps the whole budget in
+            use; without it every member leaving holds its RMID this tick.
         """
         cands = set(candidates)
         self.candidates = len(cands)
@@ -146,19 +157,22 @@ class Rotation(object):
             if uuid not in cands:
                 del self._left[uuid]
         by_age = sorted(window, key=lambda u: (self._since[u], u))
+        stays = (lambda uuid: 1) if may_go is None else (
+            lambda uuid: 0 if may_go(uuid) else 1)
         while len(window) > budget:
-            self._leave(by_age.pop(0), window, now)
-            leaving += 1
+            uuid = by_age.pop(0)
+            self._leave(uuid, window, now)
+            leaving += stays(uuid)
         if len(cands) <= budget:
             self._last_rotation = now
         elif budget and now - self._last_rotation >= self.interval:
             step = min(len(cands) - budget, max(1, budget // 4))
             for uuid in by_age[:step]:
                 self._leave(uuid, window, now)
-                leaving += 1
+                leaving += stays(uuid)
             self._last_rotation = now
         # Only RMIDs that are surely free may be taken: those leaving now
-        # hold theirs until they drain.
+        # hold theirs until they drain, unless they may go at once.
         room = (budget - self.in_limbo(now) - int(held) - leaving -
                 len(window))
         waiting = sorted(cands - window,

@@ -290,19 +290,26 @@ class Agent(object):
             budget = monitoring.budget_for(self.caps, foreign, now)
             mons = monitoring.own_mon_groups(snap)
             self.rotation.adopt(set(mons) & set(cands), budget, now)
-            held = [m for m in mons if m not in self.rotation.window]
-            window = self.rotation.update(cands, budget, now,
-                                          held=len(held))
-            draining = monitoring.draining(
-                self.caps, {u: g for u, g in mons.items() if u not in window})
+            # Read before the window moves: a group that can go at once
+            # neither holds an RMID nor keeps its successor out.
+            may_go = monitoring.drain_check(self.caps, mons, now)
+            outside = [u for u in mons if u not in self.rotation.window]
+            held = len(may_go.draining(outside))
+            window = self.rotation.update(cands, budget, now, held=held,
+                                          may_go=may_go)
+            draining = may_go.draining([u for u in mons if u not in window])
             monitoring.held = len(draining)
+            monitoring.forget_held(draining)
             result = reconcile.plan(instances, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
+            # Drained groups free their RMID at the kernel's next check;
+            # those let go above the threshold count as in limbo.
             monitoring.accounted = {(a.group, a.mon_group)
                                     for a in result.actions
-                                    if isinstance(a, model.RemoveMonGroup)}
+                                    if isinstance(a, model.RemoveMonGroup)
+                                    and a.mon_group not in may_go.forced}
             if self.caps.monitor and self.caps.monitor.assigns_counters:
                 outcome.writes += monitoring.assign_counters(
                     self.caps, result.placements, snap, now)

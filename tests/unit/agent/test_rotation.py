@@ -229,3 +229,35 @@ class TestLimbo(base.TestCase):
         rot.adopt({'u2', 'u3'}, 2, 0)
         self.assertEqual({'u2', 'u3'}, set(rot.update(
             ['u1', 'u2', 'u3'], 2, 0)))
+
+
+class TestSteadyRotation(base.TestCase):
+    """Rotation every tick with a budget of 2 and 6 instances."""
+
+    def run_ticks(self, may_go, ticks=12):
+        rot = rotation.Rotation(1)
+        sizes = []
+        held = 0
+        for now in range(ticks):
+            window = rot.update(NAMES[:6], 2, now, held=held, may_go=may_go)
+            sizes.append(len(window))
+            # What left and cannot go yet holds an RMID next tick.
+            held = 0 if may_go is None or may_go('any') else 1
+        return sizes
+
+    def test_drained_leavers_are_replaced_in_the_same_tick(self):
+        sizes = self.run_ticks(lambda uuid: True)
+        self.assertEqual([2] * 12, sizes)
+
+    def test_without_a_drain_reading_the_leaver_holds_its_rmid(self):
+        # What real 6.12 showed: [2, 1, 1, ...], half the budget.
+        sizes = self.run_ticks(None)
+        self.assertEqual(2, sizes[0])
+        self.assertEqual([1] * 11, sizes[1:])
+
+    def test_every_instance_gets_its_turn(self):
+        rot = rotation.Rotation(1)
+        seen = set()
+        for now in range(6):
+            seen |= rot.update(NAMES[:6], 2, now, may_go=lambda u: True)
+        self.assertEqual(set(NAMES[:6]), seen)
