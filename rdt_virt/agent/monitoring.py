@@ -63,6 +63,9 @@ class Monitoring(object):
         self.accounted = set()
         self.held = 0                # monitoring groups left draining
         self._held_since = {}        # mon group -> first seen draining
+        self._forced = []            # when a group went above threshold
+        self._last_check = None
+        self.auto_budget = None      # RMID budget without [rdt_agent]
         self.generation = {}         # group or mon group -> int
         self._rmid_cap = None        # (budget, until) after ENOSPC
         self.budget = None           # RMID budget of the last tick
@@ -117,12 +120,30 @@ class Monitoring(object):
         return found
 
     def drain_check(self, caps, mons, now):
-        """A :class:`DrainCheck` of this tick for the groups in *mons*."""
+        """A :class:`DrainCheck` of this tick for the groups in *mons*.
+
+        Groups may be let go above the threshold only into the RMIDs the
+        configured budget leaves unused (``spare``), less those let go so
+        within the longest limbo the rotation assumes.
+        """
         limit = HOLD_ROTATIONS * max(self.opts.rotation_interval,
                                      rotation_mod.FAST_DRAIN)
         check = DrainCheck(self.resctrl, caps, mons, now, self._held_since,
-                           limit)
+                           limit, self.spare(now))
+        self._last_check = check
         return check
+
+    def spare(self, now):
+        """RMIDs the configured budget leaves unused and nothing took."""
+        self._forced = [t for t in self._forced
+                        if now - t < rotation_mod.MAX_DRAIN]
+        return max(0, (self.auto_budget or 0) - (self.budget or 0) -
+                   len(self._forced))
+
+    def note_forced(self, now):
+        """Count the groups the last check let go above the threshold."""
+        if self._last_check is not None:
+            self._forced.extend([now] * len(self._last_check.forced))
 
     def forget_held(self, keep):
         """Stop timing the holds of groups not in *keep* (names)."""
@@ -134,6 +155,7 @@ class Monitoring(object):
         """The RMID budget of this tick (lower for a while after ENOSPC)."""
         budget = rotation_mod.rmid_budget(caps, self.opts.rmid_budget,
                                           foreign)
+        self.auto_budget = rotation_mod.rmid_budget(caps, -1, foreign)
         if self._rmid_cap is not None:
             if now < self._rmid_cap[1]:
                 budget = min(budget, self._rmid_cap[0])
@@ -216,7 +238,7 @@ class DrainCheck(object):
     frees the RMID at the next check (see :mod:`rdt_virt.agent.rotation`);
     until then the group is emptied but kept, holding its RMID.
 
-    Three things bound that wait, so that no group can stall the rotation:
+    What bounds that wait, so that no group can stall the rotation:
 
     * a group whose occupancy cannot be read (``Unavailable``, as an empty
       group that never ran reads on real kernels, ``Error``, or a failed
@@ -224,17 +246,25 @@ class DrainCheck(object):
       ``add_rmid_to_limbo()`` frees such an RMID at once; from 6.9 the
       kernel may keep it in limbo, a later mkdir answers EBUSY and the
       rotation slows down (:meth:`Rotation.busy`);
-    * a group still above the threshold after ``limit`` seconds goes
-      anyway (cache-resident data may never drain), and its RMID counts
-      as in limbo for the rotation's drain time (:attr:`forced`);
+    * a group at or above the threshold holds exactly the RMID the kernel
+      would keep busy in limbo if it were removed, so holding it costs
+      nothing more, and its instance gets it back on its next turn. Cache
+      data may never drain, though: after ``limit`` seconds such a group
+      goes anyway when the configured budget leaves RMIDs unused
+      (``spare``), one per spare RMID, so that a budget set below what
+      the host has never shrinks for good (:attr:`forced`). With the
+      automatic budget there is no spare: the RMIDs control groups need
+      are never given to a limbo that may not drain;
     * a group that no longer exists holds nothing.
 
     :param mons: ``{uuid: (control group, monitoring group)}``.
     :param held_since: ``{monitoring group: time}``, kept across ticks.
     """
 
-    def __init__(self, resctrl, caps, mons, now, held_since, limit):
+    def __init__(self, resctrl, caps, mons, now, held_since, limit,
+                 spare=0):
         self.resctrl = resctrl
+        self.spare = spare
         self.mons = mons
         self.now = now
         self.held_since = held_since
@@ -281,7 +311,7 @@ class DrainCheck(object):
         if not dirty:
             return True
         since = self.held_since.setdefault(name, self.now)
-        if self.now - since >= self.limit:
+        if self.now - since >= self.limit and len(self.forced) < self.spare:
             LOG.warning('Monitoring group %s still holds %s bytes of cache '
                         'after %.0f s; removing it anyway', name,
                         ', '.join(str(d.get('llc_occupancy').value)

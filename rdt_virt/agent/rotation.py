@@ -128,7 +128,8 @@ class Rotation(object):
             return 1.0
         return len(self.window) / self.candidates
 
-    def update(self, candidates, budget, now, held=0, may_go=None):
+    def update(self, candidates, budget, now, held=0, may_go=None,
+               spare=0):
         """Return the new window for ``candidates`` under ``budget``.
 
         :param candidates: uuids that need a monitoring group.
@@ -138,9 +139,13 @@ class Rotation(object):
             an RMID (draining).
         :param may_go: ``f(uuid) -> bool``: the monitoring group of a
             member leaving now can be removed at once (drained, or
-            nothing to wait for). Such a member's place is taken in the
-            same tick, so that steady rotation keeps the whole budget in
-            use; without it every member leaving holds its RMID this tick.
+            nothing to wait for).
+        :param spare: RMIDs beyond the budget that nothing else needs
+            (a configured budget below the automatic one). A member whose
+            group may go is replaced in the same tick while they last, so
+            that steady rotation keeps the whole budget in use; otherwise
+            its removed group's RMID, which the kernel frees only at its
+            next limbo check, still counts this tick.
         """
         cands = set(candidates)
         self.candidates = len(cands)
@@ -157,8 +162,14 @@ class Rotation(object):
             if uuid not in cands:
                 del self._left[uuid]
         by_age = sorted(window, key=lambda u: (self._since[u], u))
-        stays = (lambda uuid: 1) if may_go is None else (
-            lambda uuid: 0 if may_go(uuid) else 1)
+        handover = [max(int(spare), 0)]
+
+        def stays(uuid):
+            if may_go is not None and may_go(uuid) and handover[0]:
+                handover[0] -= 1
+                return 0
+            return 1
+
         while len(window) > budget:
             uuid = by_age.pop(0)
             self._leave(uuid, window, now)

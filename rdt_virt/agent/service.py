@@ -294,9 +294,14 @@ class Agent(object):
             # neither holds an RMID nor keeps its successor out.
             may_go = monitoring.drain_check(self.caps, mons, now)
             outside = [u for u in mons if u not in self.rotation.window]
-            held = len(may_go.draining(outside))
-            window = self.rotation.update(cands, budget, now, held=held,
-                                          may_go=may_go)
+            dirty = len(may_go.draining(outside))
+            # A group removed now frees its RMID at the kernel's next limbo
+            # check: until then only a spare RMID can stand in for it.
+            spare = monitoring.spare(now)
+            handed = min(spare, len(outside) - dirty)
+            window = self.rotation.update(
+                cands, budget, now, held=len(outside) - handed,
+                may_go=may_go, spare=spare - handed)
             draining = may_go.draining([u for u in mons if u not in window])
             monitoring.held = len(draining)
             monitoring.forget_held(draining)
@@ -305,11 +310,11 @@ class Agent(object):
                                     self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
             # Drained groups free their RMID at the kernel's next check;
-            # those let go above the threshold count as in limbo.
+            # those let go above the threshold use a spare RMID.
             monitoring.accounted = {(a.group, a.mon_group)
                                     for a in result.actions
-                                    if isinstance(a, model.RemoveMonGroup)
-                                    and a.mon_group not in may_go.forced}
+                                    if isinstance(a, model.RemoveMonGroup)}
+            monitoring.note_forced(now)
             if self.caps.monitor and self.caps.monitor.assigns_counters:
                 outcome.writes += monitoring.assign_counters(
                     self.caps, result.placements, snap, now)

@@ -48,12 +48,12 @@ class TestDrainCheck(base.TestCase):
                 hosts.REFERENCE.monitor, max_threshold_occupancy=THRESHOLD))
         self.held_since = {}
 
-    def check(self, occupancy, now=100.0, limit=4.0):
+    def check(self, occupancy, now=100.0, limit=4.0, spare=0):
         self.rc = FakeResctrl(occupancy)
         mons = {'u%d' % i: ('g', name)
                 for i, name in enumerate(sorted(occupancy))}
         return monitoring.DrainCheck(self.rc, self.caps, mons, now,
-                                     self.held_since, limit), mons
+                                     self.held_since, limit, spare), mons
 
     def test_unavailable_never_blocks(self):
         # An empty group that never ran reads Unavailable on real 6.1
@@ -80,14 +80,25 @@ class TestDrainCheck(base.TestCase):
         self.assertEqual({'m0'}, check.draining(['u0', 'u1']))
         self.assertEqual(2, self.rc.reads)   # one read per group a tick
 
-    def test_bounded_wait(self):
-        hot = {'m0': {0: V(10 * THRESHOLD, None)}}
+    def test_bounded_wait_into_spare_rmids(self):
+        hot = {'m0': {0: V(10 * THRESHOLD, None)},
+               'm1': {0: V(10 * THRESHOLD, None)}}
         for now in (100.0, 102.0, 103.9):
-            check, _mons = self.check(hot, now=now)
+            check, _mons = self.check(hot, now=now, spare=1)
             self.assertFalse(check('u0'))
-        check, _mons = self.check(hot, now=104.0)
-        self.assertTrue(check('u0'))
+            self.assertFalse(check('u1'))
+        # One spare RMID: one of them goes.
+        check, _mons = self.check(hot, now=104.0, spare=1)
+        self.assertEqual([True, False], [check('u0'), check('u1')])
         self.assertEqual({'m0'}, check.forced)
+
+    def test_no_spare_holds_while_dirty(self):
+        # The automatic budget: what control groups need is never given
+        # to a limbo that may not drain.
+        hot = {'m0': {0: V(10 * THRESHOLD, None)}}
+        self.check(hot, now=100.0)
+        check, _mons = self.check(hot, now=10000.0)
+        self.assertFalse(check('u0'))
 
     def test_no_group_holds_nothing(self):
         check, _mons = self.check({})
