@@ -32,14 +32,21 @@ Reports the relative error of every reported rate (median, p95, max;
 target within 1%), the largest published rate against the host's
 bandwidth ceiling (target: never above), the coverage per sample (share
 of monitored instances with a value), the window coverage (share with a
-monitoring group) and the counter coverage, and how long it took until
-every instance had been measured at least once. Needs root and /dev/fuse.
+monitoring group) per tick and its mean against the budget's share (target
+while rotating: the whole budget in use, within one group in one tick), the
+counter coverage, and how long it took until every instance had been
+measured at least once. Needs root and /dev/fuse.
 
 Run::
 
     python benchmarks/agent_rates.py [--instances 250] [--seconds 40] \\
         [--profile reference|amd] [--kernel 6.1|6.8|newest|...] \\
-        [--resets 5] [--rmid-budget 40]
+        [--resets 5] [--rmid-budget 40] [--rotation 4]
+
+Steady rotation with a small budget (every tick rotates)::
+
+    python benchmarks/agent_rates.py --instances 6 --rmid-budget 2 \\
+        --rotation 1 --seconds 12 --kernel 6.12
 """
 
 import argparse
@@ -98,6 +105,7 @@ def main():
         doms = env.agent.caps.monitor.domain_ids
         injected = set()
         errors, coverage, window, counted = [], [], [], []
+        groups = []     # monitoring groups (the window) after each tick
         first_value = {}
         top = 0.0
         resets = 0
@@ -108,6 +116,7 @@ def main():
                samples < args.samples):
             samples += 1
             env.agent.tick()
+            groups.append(len(env.agent.rotation.window))
             live = []
             for uuid, place in env.agent.placements.items():
                 if place.counters is None:
@@ -170,6 +179,21 @@ def main():
                   min(coverage[3:] or coverage)))
         print('window coverage (instances with a monitoring group): '
               '%.2f' % statistics.mean(window))
+        # The first tick of the loop follows the warm-up tick; from the
+        # second on every tick may rotate.
+        steady = groups[1:] or groups
+        share = min(host['mon_budget'], args.instances) / float(
+            args.instances)
+        mean_cov = statistics.mean(steady) / args.instances
+        # One group missing in one tick of the run.
+        tolerance = 1.0 / (args.instances * len(steady))
+        coverage_ok = abs(mean_cov - share) <= tolerance + 1e-9
+        print('monitoring groups per tick: %s' % groups)
+        print('coverage per tick: mean %.4f, budget share %.4f (%d of %d), '
+              'tolerance %.4f: %s' % (
+                  mean_cov, share, min(host['mon_budget'], args.instances),
+                  args.instances, tolerance,
+                  'met' if coverage_ok else 'NOT met'))
         if counted:
             print('counter assignment %s: %s counters per domain, counter '
                   'coverage mean %.2f' % (
@@ -181,9 +205,10 @@ def main():
         print('instances measured at least once: %d of %d; the last after '
               '%.0f s' % (measured, args.instances,
                           max(first_value.values()) if first_value else 0))
-        ok = bool(errors) and max(errors) < 0.01 and top <= ceiling
-        print('target (every rate within 1%%, none above the ceiling): %s'
-              % ('met' if ok else 'NOT met'))
+        ok = (bool(errors) and max(errors) < 0.01 and top <= ceiling and
+              coverage_ok)
+        print('target (every rate within 1%%, none above the ceiling, the '
+              'budget in use every tick): %s' % ('met' if ok else 'NOT met'))
         return 0 if ok else 1
     finally:
         env.close()
