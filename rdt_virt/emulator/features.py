@@ -145,8 +145,11 @@ class FeatureFiles(object):
         self.counters.zero(group, dom, event)
 
     def _require_assign(self):
+        # mbm_L3_assignments_show(), resctrl_mbm_assign_on_mkdir_show()
+        # and _write() in fs/resctrl/monitor.c.
         if not self.assign_enabled:
-            self._fail(errno.ENOENT, "mbm_event mode is not enabled\n")
+            self._fail(errno.EINVAL, "mbm_event counter assignment mode is "
+                                     "not enabled\n")
 
     def assignments_text(self, group):
         """``mbm_L3_assignments`` of *group*."""
@@ -193,17 +196,25 @@ class FeatureFiles(object):
             self.assign.release(group)
             self.counters.reset(group)
         self.assign_enabled = enable
+        if enable:
+            # resctrl_mbm_assign_mode_write(): auto assignment comes back
+            # with the mode.
+            self.assign.on_mkdir = True
 
     def assign_counts_text(self, available):
         count = self.assign.available if available else (
             lambda dom: self.assign.num)
         return self.assign.format_counts(count)
 
+    def assign_on_mkdir_text(self):
+        self._run(self._require_assign)
+        return '%d\n' % self.assign.on_mkdir
+
     def write_assign_on_mkdir(self, text):
-        value = kparse.strim(text).lower()
-        if value in ('1', 'y', 'yes', 'on', 'true'):
-            self.assign.on_mkdir = True
-        elif value in ('0', 'n', 'no', 'off', 'false'):
-            self.assign.on_mkdir = False
-        else:
-            raise kparse.KernelError(errno.EINVAL)
+        # kstrtobool() first, then the mode (status cleared) is checked.
+        value = kparse.kstrtobool(text)
+        self._run(self._write_assign_on_mkdir, value)
+
+    def _write_assign_on_mkdir(self, value):
+        self._require_assign()
+        self.assign.on_mkdir = value

@@ -340,7 +340,7 @@ class ResctrlTree(object):
             if name in ('num_mbm_cntrs', 'available_mbm_cntrs'):
                 return m.assign_counts_text(name == 'available_mbm_cntrs')
             if name == 'mbm_assign_on_mkdir':
-                return '%d\n' % m.assign.on_mkdir
+                return m.assign_on_mkdir_text()
             if name.endswith('_config'):
                 return m.bmec_text(name[:-len('_config')])
             return '%d\n' % m.max_threshold

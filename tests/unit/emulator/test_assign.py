@@ -150,15 +150,35 @@ class AssignTest(fakes.ModelTestCase):
         self.assertWriteFails(errno.EINVAL, 'mbm_event mode is not enabled\n',
                               '/g1/mbm_L3_assignments',
                               'mbm_total_bytes:0=e\n')
-        self.assertEqual('mbm_event mode is not enabled\n', self.assertFails(
-            errno.ENOENT, self.read, '/g1/mbm_L3_assignments'))
+        # mbm_L3_assignments_show(): EINVAL with a text, not ENOENT.
+        not_enabled = 'mbm_event counter assignment mode is not enabled\n'
+        self.assertEqual(not_enabled, self.assertFails(
+            errno.EINVAL, self.read, '/g1/mbm_L3_assignments'))
+        self.assertEqual(not_enabled, self.assertFails(
+            errno.EINVAL, self.read, '/info/L3_MON/mbm_assign_on_mkdir'))
+        self.assertWriteFails(errno.EINVAL, not_enabled,
+                              '/info/L3_MON/mbm_assign_on_mkdir', '1\n')
         self.assertWriteFails(errno.EINVAL, 'Unsupported assign mode\n',
                               '/info/L3_MON/mbm_assign_mode', 'abmc\n')
-        # Back to mbm_event: every counter was freed.
+        # Back to mbm_event: every counter was freed, and assignment at
+        # mkdir is on again (resctrl_mbm_assign_mode_write()).
         self.write('/info/L3_MON/mbm_assign_mode', 'mbm_event\n')
         self.assertEqual('0=32;1=32\n',
                          self.read('/info/L3_MON/available_mbm_cntrs'))
         self.assertEqual('Unassigned', self.counter('', 0))
+        self.assertEqual('1\n', self.read('/info/L3_MON/mbm_assign_on_mkdir'))
+
+    def test_assign_on_mkdir_is_kstrtobool(self):
+        for text, value in (('0\n', '0'), ('yes\n', '1'), ('no\n', '0'),
+                            ('True\n', '1'), ('off\n', '0'), ('on\n', '1'),
+                            ('1xyz\n', '1'), ('N', '0')):
+            self.write('/info/L3_MON/mbm_assign_on_mkdir', text)
+            self.assertEqual(value + '\n',
+                             self.read('/info/L3_MON/mbm_assign_on_mkdir'),
+                             text)
+        for text in ('2\n', 'maybe\n', 'o\n', '\n'):
+            self.assertFails(errno.EINVAL, self.write,
+                             '/info/L3_MON/mbm_assign_on_mkdir', text)
 
 
 class BmecTest(fakes.ModelTestCase):
