@@ -67,13 +67,8 @@ class FeatureFiles(object):
                        % schema.name)
 
     def write_io_alloc(self, schema, text):
-        value = kparse.strim(text).lower()
-        if value in ('1', 'y', 'yes', 'on', 'true'):
-            enable = True
-        elif value in ('0', 'n', 'no', 'off', 'false'):
-            enable = False
-        else:
-            raise kparse.KernelError(errno.EINVAL)
+        # resctrl_io_alloc_write() in fs/resctrl/ctrlmondata.c.
+        enable = kparse.kstrtobool(text)
         self._run(self._write_io_alloc, schema, enable)
 
     def _write_io_alloc(self, schema, enable):
@@ -83,6 +78,11 @@ class FeatureFiles(object):
         if enable == self.io_alloc:
             return
         closid = self._io_alloc_closid()
+        if closid >= self.usable_closids:
+            # resctrl_io_alloc_closid_supported(): L3's highest CLOSID
+            # must be one every resource has.
+            self._fail(errno.EINVAL, "io_alloc CLOSID (ctrl_hw_id) %d is "
+                                     "not available\n" % closid)
         if enable:
             for group in self.groups.values():
                 if group.closid == closid:

@@ -245,6 +245,30 @@ class IoAllocTest(fakes.ModelTestCase):
         self.write('/info/L3/io_alloc', '0\n')
         self.tree.mkdir('/g14')
 
+    def test_refused_when_the_closid_is_not_usable(self):
+        # resctrl_io_alloc_closid_supported(): MB with 8 CLOSIDs makes
+        # L3's CLOSID 15 unusable.
+        import dataclasses
+
+        from rdt_virt.emulator import profiles
+        few = dataclasses.replace(
+            profiles.AMD_ZEN5, name='zen5-mb8',
+            mb=dataclasses.replace(profiles.AMD_ZEN5.mb, num_closids=8))
+        tree = fakes.tree.ResctrlTree(self.make_model(few))
+        e = self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/info/L3/io_alloc', b'1\n')
+        self.assertEqual(errno.EINVAL, e.errno)
+        self.assertEqual('io_alloc CLOSID (ctrl_hw_id) 15 is not available\n',
+                         tree.read('/info/last_cmd_status'))
+        self.assertEqual('disabled\n', tree.read('/info/L3/io_alloc'))
+        # kstrtobool(): "yes" enables, "2" is EINVAL before any check.
+        tree = fakes.tree.ResctrlTree(self.make_model('amd-zen5'))
+        tree.write('/info/L3/io_alloc', b'yes\n')
+        self.assertEqual('enabled\n', tree.read('/info/L3/io_alloc'))
+        e = self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/info/L3/io_alloc', b'2\n')
+        self.assertEqual(errno.EINVAL, e.errno)
+
     def test_not_supported_and_older_kernels(self):
         # io_alloc_init(): the files exist only where L3 supports it.
         tree = fakes.tree.ResctrlTree(self.make_model('amd'))
