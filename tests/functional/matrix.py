@@ -19,7 +19,7 @@ hardware profile). Their defaults come from the environment:
 ``RDT_VIRT_TEST_KERNEL``   kernel of tests without scenarios (default: the
                            newest release)
 ``RDT_VIRT_TEST_KERNELS``  comma-separated kernels of :func:`scenarios`
-                           (default: 6.1, 6.8 and the newest release)
+                           (default: 6.1, 6.8, 6.12 and the newest release)
 ``RDT_VIRT_TEST_HOSTS``    comma-separated hosts of :func:`scenarios`
                            (default: ``intel,amd``)
 
@@ -57,7 +57,7 @@ def scenarios(kernel_specs=None, hosts=None):
     """testscenarios scenarios for kernels x hosts.
 
     :param kernel_specs: kernel specs (default: ``RDT_VIRT_TEST_KERNELS``
-        or 6.1, 6.8 and the newest release).
+        or 6.1, 6.8, 6.12 and the newest release).
     :param hosts: names of :data:`HOSTS` or profile names (default:
         ``RDT_VIRT_TEST_HOSTS`` or intel and amd).
     :returns: ``[(name, {'kernel': spec, 'profile': profile}), ...]``.

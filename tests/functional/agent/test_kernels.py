@@ -13,11 +13,12 @@
 """The agent on the kernels and hosts operators run.
 
 Every test here runs once per kernel release and host of
-:func:`tests.functional.matrix.scenarios` (6.1, 6.8 and the newest
-release, on the Intel reference host and an AMD host by default), with
-ids such as ``test_x(6.1-amd)``. They cover what differs between
+:func:`tests.functional.matrix.scenarios` (6.1, 6.8, 6.12 and the
+newest release, on the Intel reference host and an AMD host by default),
+with ids such as ``test_x(6.1-amd)``. They cover what differs between
 releases: monitoring-group rename (6.5), thread-id lists (6.7/6.8), MBps
-rounding (the 2024 bw_validate fix), and the rates on AMD hosts. The rest
+rounding (the 2024 bw_validate fix), RMID limbo (6.9), the rates on AMD
+hosts, and the rotation of idle groups that read ``Unavailable``. The rest
 of the agent's functional tests run on the newest release only.
 """
 
