@@ -47,6 +47,11 @@ FEATURES = collections.OrderedDict([
         'every access to a group file clears last_cmd_status under the '
         'kernel lock, so a reader between a failed write and its status '
         'finds "ok"')),
+    ('assign_continue', Feature(
+        None, 'reported for 7.0; not found in the sources checked',
+        'an MBM event assigned to every domain (mkdir, "*=e") goes on past '
+        'a domain without a free counter (6.18 stops there: '
+        'rdtgroup_assign_cntr_event())')),
     ('mon_rename', Feature(
         '6.5', 'x86/resctrl: Implement rename op for mon groups',
         'a monitoring group can be renamed and moved to another control '

@@ -218,7 +218,8 @@ class ResctrlModel(features.FeatureFiles):
         self.assign = None
         if mon and mon.num_mbm_cntrs and self.has('mbm_assign'):
             self.assign = assign_mod.Assignments(
-                self.domains, mon.num_mbm_cntrs, mon.events)
+                self.domains, mon.num_mbm_cntrs, mon.events,
+                carry_on=self.has('assign_continue'))
         self.assign_enabled = self.assign is not None
         self.io_alloc = False
         # BMEC: event configuration per domain (all traffic types).

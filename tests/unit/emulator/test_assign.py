@@ -15,6 +15,7 @@
 import dataclasses
 import errno
 
+from rdt_virt.emulator import assign
 from rdt_virt.emulator import profiles
 from tests.unit.emulator import fakes
 
@@ -74,11 +75,10 @@ class AssignTest(fakes.ModelTestCase):
         # Two counters per domain: the default group holds both.
         self.use(_zen5(2))
         self.tree.mkdir('/g1')
+        # Each event stops at its first domain without a counter.
         self.assertEqual(
             'Failed to allocate counter for mbm_total_bytes in domain 0\n'
-            'Failed to allocate counter for mbm_total_bytes in domain 1\n'
-            'Failed to allocate counter for mbm_local_bytes in domain 0\n'
-            'Failed to allocate counter for mbm_local_bytes in domain 1\n',
+            'Failed to allocate counter for mbm_local_bytes in domain 0\n',
             self.status())
         self.assertEqual('mbm_total_bytes:0=_;1=_\n'
                          'mbm_local_bytes:0=_;1=_\n',
@@ -179,6 +179,42 @@ class AssignTest(fakes.ModelTestCase):
         for text in ('2\n', 'maybe\n', 'o\n', '\n'):
             self.assertFails(errno.EINVAL, self.write,
                              '/info/L3_MON/mbm_assign_on_mkdir', text)
+
+
+class AllDomainsTest(fakes.ModelTestCase):
+    """An event assigned to every domain with domain 0 out of counters."""
+
+    def make(self, carry_on):
+        a = assign.Assignments((0, 1), 1, ('mbm_total_bytes',),
+                               carry_on=carry_on)
+        a.assign('other', 'mbm_total_bytes', 0)
+        return a
+
+    def test_mkdir_stops_at_the_first_failing_domain(self):
+        # rdtgroup_assign_cntr_event() (6.18): the event goes no further.
+        a = self.make(False)
+        self.assertEqual(['Failed to allocate counter for mbm_total_bytes '
+                          'in domain 0\n'], a.assign_all('g'))
+        self.assertFalse(a.assigned('g', 'mbm_total_bytes', 1))
+        a = self.make(True)
+        a.assign_all('g')
+        self.assertTrue(a.assigned('g', 'mbm_total_bytes', 1))
+
+    def test_star_stops_at_the_first_failing_domain(self):
+        a = self.make(False)
+        e = self.assertRaises(fakes.kparse.KernelError, a.write_group, 'g',
+                              'mbm_total_bytes:*=e')
+        self.assertEqual(errno.ENOSPC, e.errno)
+        self.assertFalse(a.assigned('g', 'mbm_total_bytes', 1))
+        a = self.make(True)
+        self.assertRaises(fakes.kparse.KernelError, a.write_group, 'g',
+                          'mbm_total_bytes:*=e')
+        self.assertTrue(a.assigned('g', 'mbm_total_bytes', 1))
+
+    def test_kernel_feature(self):
+        self.assertFalse(self.make_model('amd-zen5').assign.carry_on)
+        self.assertTrue(self.make_model(
+            'amd-zen5', kernel='newest+assign_continue').assign.carry_on)
 
 
 class BmecTest(fakes.ModelTestCase):
