@@ -64,6 +64,8 @@ ASSIGNED = 'e'
 UNASSIGNED = '_'
 SENTINELS = ('Unavailable', 'Error', 'Unassigned')
 _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
+# Package telemetry domains (Intel AET, 7.0): one per processor package.
+_PKG_DIR = re.compile(r'^mon_PERF_PKG_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
 
 MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
@@ -384,6 +386,16 @@ class Resctrl(object):
         return sorted(int(m.group(1)) for m in map(_MON_DIR.match, names)
                       if m)
 
+    def pkg_domain_ids(self, group=None, mon_group=None):
+        """Ids of the ``mon_data/mon_PERF_PKG_XX`` package domains."""
+        base = self.path(group, mon_group, 'mon_data')
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for m in map(_PKG_DIR.match, names)
+                      if m)
+
     def capabilities(self):
         """Read the host's :class:`~rdt_virt.resctrl.info.HostCapabilities`.
 
@@ -402,7 +414,9 @@ class Resctrl(object):
             mount_options=self.mount_options(),
             mon_domain_ids=(self.mon_domain_ids()
                             if 'L3_MON/num_rmids' in files else ()),
-            kernel_release=self.kernel_release())
+            kernel_release=self.kernel_release(),
+            pkg_domain_ids=(self.pkg_domain_ids()
+                            if 'PERF_PKG_MON/num_rmids' in files else ()))
 
     # Groups ----------------------------------------------------------------
 

@@ -111,6 +111,23 @@ SCENARIOS = [
         settings=reconcile.Settings(prefix=f.P, default_l3_ways=3),
         expected=[m.WriteSchemata(None, 'L3:0=7;1=7\n'),
                   m.WriteSchemata(MB10, 'L3:0=7;1=7\n')])),
+    ('mpam_pool_of_the_control_group_is_full', dict(
+        # 2 PMGs per CLOSID: MB10 itself and M1 use them; a second
+        # monitoring group would get ENOSPC from alloc_rmid(closid).
+        instances=[f.inst(f.U2, bw=f.shared(10), dom_id=2),
+                   f.inst(bw=f.shared(10))],
+        threads={f.U1: T1, f.U2: T2}, caps=hosts.MPAM,
+        snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10),
+                                {f.M1: [101, 102]})),
+        expected=[_assign(MB10, [201, 202])],
+        reason=reconcile.R_POOL % (MB10, 1))),
+    ('mpam_pool_counts_foreign_monitoring_groups', dict(
+        instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
+        caps=hosts.MPAM,
+        snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10),
+                                {'collectd-1': []})),
+        expected=[],
+        reason=reconcile.R_POOL % (MB10, 1))),
     ('per_instance_mbps_own_group_no_mon_group', dict(
         instances=[f.inst(bw=f.mbps(500))], threads={f.U1: T1},
         caps=hosts.MBPS,

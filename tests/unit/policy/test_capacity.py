@@ -130,7 +130,8 @@ class TestHostStats(base.TestCase):
 
     def test_round_trip_every_variant(self):
         for caps in (hosts.REFERENCE, hosts.CDP, hosts.MBPS, hosts.AMD,
-                     hosts.L3_CAT, hosts.MONITORING, hosts.NONE):
+                     hosts.L3_CAT, hosts.MONITORING, hosts.NONE, hosts.AET,
+                     hosts.MPAM):
             sch = {None: {name: {d: res.cbm_mask & 0x3
                                  for d in res.domain_ids}
                           for name, res in caps.caches.items()}}
@@ -164,6 +165,22 @@ class TestHostStats(base.TestCase):
         policy = P(cache_l3=4096, mem_bw=15)
         self.assertEqual(fit.fit(policy, hosts.REFERENCE),
                          fit.fit(policy, back.caps))
+
+    def test_new_hardware_survives_the_stats(self):
+        for caps in (hosts.AET, hosts.MPAM):
+            cap = capacity.from_state(caps, {None: {}}, 0, PREFIX)
+            back = hoststats.decode(hoststats.encode(
+                hoststats.HostRDT(caps, cap, 'shared', True)))
+            self.assertEqual(caps.package_monitor, back.caps.package_monitor)
+            self.assertEqual(caps.rmids_per_closid,
+                             back.caps.rmids_per_closid)
+            self.assertEqual(caps.rmid_limit, back.caps.rmid_limit)
+
+    def test_aet_free_rmids_from_the_smallest_pool(self):
+        # 576 RMIDs handed out, not L3_MON's 1024: the default group's,
+        # one control group's and 5 monitoring groups' are taken.
+        cap = capacity.from_state(hosts.AET, {None: {}, 'g': {}}, 5, PREFIX)
+        self.assertEqual(576 - 1 - 1 - 5, cap.free_rmids)
 
     def test_closids_the_kernel_takes_survive_the_stats(self):
         # 64 CLOSIDs in info/, 32 usable before 6.16, one of them for I/O.
