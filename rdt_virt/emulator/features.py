@@ -32,6 +32,22 @@ BMEC_LOCAL = 0x15
 class FeatureFiles(object):
     """Counter assignment, io_alloc and BMEC files of the model."""
 
+    # Package telemetry (Intel AET, 7.0) ----------------------------------
+
+    def telemetry_text(self, group, package, event):
+        """``mon_PERF_PKG_XX/<event>``: own RMID plus its mon groups'."""
+        self._update_counters()
+        members = [group]
+        if group.kind == 'ctrl':
+            members += list(group.mons.values())
+        return self.telemetry.read([g.rmid for g in members], package,
+                                   event)
+
+    def telemetry_truth(self, group, package, event):
+        """Exact ground truth of *group*'s RMID (no fixed-point loss)."""
+        self._update_counters()
+        return self.telemetry.truth(group.rmid, package, event)
+
     # Counter assignment (mbm_event mode) -------------------------------------
 
     def _is_assigned(self, group, event, dom):
