@@ -40,8 +40,13 @@ class FeatureFiles(object):
         members = [group]
         if group.kind == 'ctrl':
             members += list(group.mons.values())
-        return self.telemetry.read([g.rmid for g in members], package,
-                                   event)
+        rmids = [g.rmid for g in members]
+        if event == 'core_energy':
+            # Ground truth as of this read, for benchmarks: what the
+            # reader should have counted from its own readings.
+            self.telemetry_reads[(group.path or '/', package)] = sum(
+                self.telemetry.truth(r, package, event) for r in rmids)
+        return self.telemetry.read(rmids, package, event)
 
     def telemetry_truth(self, group, package, event):
         """Exact ground truth of *group*'s RMID (no fixed-point loss)."""

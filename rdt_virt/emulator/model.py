@@ -240,6 +240,7 @@ class ResctrlModel(features.FeatureFiles):
                          counters_mod.LOCAL: {d: BMEC_LOCAL
                                               for d in self.domains}}
         self.telemetry = None
+        self.telemetry_reads = {}
         if mon and profile.telemetry:
             self.telemetry = telemetry_mod.Telemetry(profile.telemetry,
                                                      self.domains)
@@ -475,7 +476,7 @@ class ResctrlModel(features.FeatureFiles):
         if self.telemetry is not None:
             self.telemetry.update(
                 samples, lambda tid, cpu: self._effective(tid, cpu)[0].rmid,
-                self.profile.cpu_domains(self.online_cpus))
+                self.profile.cpu_domains(self.online_cpus), self.clock())
 
     def _effective(self, tid, cpu):
         """``(RMID group, CLOSID group)`` that *tid* uses on *cpu*.

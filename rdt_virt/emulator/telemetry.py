@@ -93,6 +93,9 @@ class Telemetry(object):
         self.packages = tuple(packages)
         self._rmids = {}
         self._cpu_ns = None
+        self._last = None
+        # (rmid, package, event) -> units per second injected by tests.
+        self._rates = {}
 
     def _rmid(self, rmid):
         state = self._rmids.get(rmid)
@@ -118,29 +121,34 @@ class Telemetry(object):
         """Count *cpu_seconds* of work by *rmid* on *package*."""
         if cpu_seconds <= 0:
             return
+        for event, rate in self._per_cpu_second().items():
+            if event in self.spec.events:
+                self._add(rmid, package, event, rate * cpu_seconds)
+
+    def _add(self, rmid, package, event, amount):
         state = self._rmid(rmid)
         state.valid.add(package)
-        scale = 1 << self.spec.bin_bits
-        for event, rate in self._per_cpu_second().items():
-            if event not in self.spec.events:
-                continue
-            key = (package, event)
-            amount = rate * cpu_seconds
-            before = state.truth.get(key, 0.0)
-            state.truth[key] = before + amount
-            if self.is_fixed(event):
-                # The hardware's register: floor of the exact total.
-                state.raw[key] = int(state.truth[key] * scale)
-            else:
-                state.raw[key] = int(state.truth[key])
+        key = (package, event)
+        state.truth[key] = state.truth.get(key, 0.0) + amount
+        scale = (1 << self.spec.bin_bits) if self.is_fixed(event) else 1
+        # The hardware's register: floor of the exact total.
+        state.raw[key] = int(state.truth[key] * scale)
 
-    def update(self, samples, owner, package_of):
+    def update(self, samples, owner, package_of, now=None):
         """Charge every thread's CPU time since the last update.
+
+        Injected rates (:meth:`inject_rate`) advance with *now*.
 
         :param samples: ``{tid: sample}`` with ``cpu_ns`` and ``cpu``.
         :param owner: ``f(tid, cpu) -> rmid or None``.
         :param package_of: ``{cpu: package id}``.
         """
+        if now is not None:
+            if self._last is not None and now > self._last:
+                for (rmid, package, event), rate in self._rates.items():
+                    self._add(rmid, package, event,
+                              rate * (now - self._last))
+            self._last = now
         first = self._cpu_ns is None
         previous = self._cpu_ns or {}
         self._cpu_ns = {tid: s.cpu_ns for tid, s in samples.items()}
@@ -189,3 +197,15 @@ class Telemetry(object):
         state.truth[(package, event)] = float(value)
         scale = (1 << self.spec.bin_bits) if self.is_fixed(event) else 1
         state.raw[(package, event)] = int(float(value) * scale)
+
+    def inject_rate(self, rmid, package, event, rate):
+        """Make a counter grow by *rate* units per second from now on.
+
+        The rate stays with the RMID, as the hardware's counters do; 0
+        stops it. The counter becomes valid at once.
+        """
+        self._rmid(rmid).valid.add(package)
+        if rate:
+            self._rates[(rmid, package, event)] = float(rate)
+        else:
+            self._rates.pop((rmid, package, event), None)

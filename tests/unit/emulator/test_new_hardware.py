@@ -107,6 +107,16 @@ class TestAet(fakes.ModelTestCase):
         self.assertEqual('3.199997\n', self.read(
             '/g1/mon_data/mon_PERF_PKG_00/core_energy'))
 
+    def test_injected_rate(self):
+        self.tree.mkdir('/g1')
+        self.model.refresh()
+        self.model.telemetry.inject_rate(self.model.find('g1').rmid, 1,
+                                         'core_energy', 2.5)
+        path = '/g1/mon_data/mon_PERF_PKG_01/core_energy'
+        self.assertEqual('0.000000\n', self.read(path))
+        self.clock.advance(4.0)
+        self.assertEqual('10.000000\n', self.read(path))
+
     def test_a_reused_rmid_keeps_its_count(self):
         # Nothing resets the aggregators' counters: a new group on a
         # freed RMID starts where the old owner stopped.
