@@ -288,9 +288,17 @@ def top_table(doc):
                  _num(host.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
                  _num(host.get('mbm_local_bps'), 1e6),
                  _num(host.get('mbm_total_bps'), 1e6), ''])
-    lines.append(_table(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
-                         'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
-                        rows))
+    header = ['INSTANCE', 'UUID', 'GROUP', 'POLICY', 'LLC[KiB]',
+              'MBL[MB/s]', 'MBT[MB/s]', 'NOTE']
+    if 'power_watts' in host:
+        # Package telemetry (Intel AET): core power before the note.
+        header.insert(-1, 'CORE[W]')
+        entries = sorted(doc.get('instances', {}).items(),
+                         key=lambda kv: (kv[1].get('name') or '', kv[0]))
+        for row, (_uuid, inst) in zip(rows, entries):
+            row.insert(-1, _num(inst.get('power_watts'), 1.0))
+        rows[-1].insert(-1, _num(host.get('power_watts'), 1.0))
+    lines.append(_table(header, rows))
     return '\n'.join(lines) + '\n'
 
 

@@ -131,6 +131,18 @@ class TestCLI(base.TestCase):
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
 
+    def test_top_shows_core_power_with_telemetry(self):
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1]['power_watts'] = 3.5
+        doc['host']['power_watts'] = 3.5
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        lines = text.splitlines()
+        self.assertEqual('CORE[W]', lines[1].split()[-2])
+        self.assertEqual(['150.0', '3.5'], lines[2].split()[-2:])
+        self.assertEqual(['-', 'rotated', 'out'], lines[3].split()[-3:])
+        self.assertEqual('3.5', lines[4].split()[-1])
+
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())
         doc['host'].update(counter_mode='mbm_event', mbm_counters_total=32,
