@@ -502,10 +502,12 @@ class Resctrl(object):
         """Move a monitoring group (and its counters) to ``new_group``.
 
         The kernel moves the group's threads to ``new_group`` as well.
-        Only kernels since 6.5 can: older ones answer EPERM.
+        Only kernels since 6.5 can: older ones answer EPERM, and on Arm
+        MPAM, where an RMID belongs to its CLOSID, the kernel answers
+        EOPNOTSUPP for any new parent.
 
-        :raises: RenameRefused on EPERM; the caller moves the threads and
-            re-creates the group instead.
+        :raises: RenameRefused on EPERM or EOPNOTSUPP; the caller moves
+            the threads and re-creates the group instead.
         """
         self._check_owned(name, foreign_ok)
         src = self.path(group, name)
@@ -519,6 +521,12 @@ class Resctrl(object):
                 raise exception.RenameRefused(
                     path=src, group=name, target=new_group or '/',
                     status=os.strerror(e.errno))
+            if e.errno == errno.EOPNOTSUPP:
+                # Arm MPAM: the RMID is a PMG of the old CLOSID, so
+                # rdtgroup_rename() refuses a new parent, with a status.
+                raise exception.RenameRefused(
+                    path=src, group=name, target=new_group or '/',
+                    status=self.last_cmd_status() or os.strerror(e.errno))
             if e.errno == errno.ENOENT:
                 missing = dst if os.path.isdir(src) else src
                 self._missing(os.path.join(missing, 'tasks'))
