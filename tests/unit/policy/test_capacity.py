@@ -263,6 +263,23 @@ class TestDefaultGroup(base.TestCase):
                                 dg.reserved_schemata, caps, 1)
         self.assertIn('at least 2 ways', str(exc))
 
+    def test_mpam_shareable_placeholder_is_ignored(self):
+        # mpam_resctrl.c reports every portion shareable: keeping them
+        # would leave the default group the whole cache.
+        import dataclasses
+
+        from rdt_virt.policy import default_group as dg
+        l3 = dataclasses.replace(hosts._l3(mask=0xffff), shareable_bits=0xffff,
+                                 sparse_masks=True)
+        caps = dataclasses.replace(hosts.MPAM, caches={'L3': l3})
+        self.assertEqual({'L3': {0: 0x3, 1: 0x3}},
+                         dg.reserved_schemata(caps, 2))
+        # A real I/O share (Intel's top ways) is still kept where valid.
+        intel = dataclasses.replace(l3, shareable_bits=0xc000)
+        caps = dataclasses.replace(hosts.MPAM, caches={'L3': intel})
+        self.assertEqual({'L3': {0: 0xc003, 1: 0xc003}},
+                         dg.reserved_schemata(caps, 2))
+
     def test_needs_update(self):
         from rdt_virt.policy import default_group as dg
 
