@@ -44,7 +44,9 @@ class EnergyMixin(object):
             path = test_telemetry.counter_path(
                 self.agent.placements[uuid].counters)
             for package, watts in ((0, w0), (1, w1)):
-                self.client.set_energy_rate(path, watts, package=package)
+                # The emulator's client (Gnocchi tests take self.client).
+                self.emulator.client.set_energy_rate(path, watts,
+                                                     package=package)
 
     def assertPower(self, doc, skip=()):
         for uuid, (w0, w1) in zip(self.uuids, WATTS):
