@@ -221,6 +221,22 @@ def mon_candidates(instances, threads, caps, settings):
     return found
 
 
+def candidate_parents(instances, candidates, caps, settings):
+    """How many control groups hold the monitoring ``candidates``.
+
+    On Arm MPAM each control group has its own pool of RMIDs, so the
+    budget is per control group (:func:`~rdt_virt.agent.rotation.
+    rmid_budget`); the default group counts as one.
+    """
+    parents = set()
+    for uuid in candidates:
+        inst = instances.get(uuid)
+        if inst is not None:
+            names = groups_of(inst, caps, settings)
+            parents.add(min(names) if names else None)
+    return len(parents)
+
+
 # The plan --------------------------------------------------------------------
 
 class _Planner(object):

@@ -471,6 +471,17 @@ class TestValues(base.TestCase):
                      'qemu-1-a/b'):
             self.assertFalse(reconcile.is_libvirt_group(name), name)
 
+    def test_candidate_parents(self):
+        instances = {f.U1: f.inst(bw=f.shared(10)),
+                     f.U2: f.inst(f.U2, bw=f.shared(10), dom_id=2),
+                     f.U3: f.inst(f.U3, dom_id=3)}
+        self.assertEqual(2, reconcile.candidate_parents(
+            instances, [f.U1, f.U2, f.U3], hosts.MPAM, S))
+        self.assertEqual(1, reconcile.candidate_parents(
+            instances, [f.U3], hosts.MPAM, S))
+        self.assertEqual(0, reconcile.candidate_parents(
+            instances, [], hosts.MPAM, S))
+
     def test_mon_candidates(self):
         instances = {
             f.U1: f.inst(bw=f.shared(10)),
