@@ -64,6 +64,8 @@ R_SPLIT = 'threads in several control groups'
 R_FOREIGN = 'threads held by group %s of another tool'
 R_ROTATED = 'rotated out (RMID budget)'
 R_PENDING = 'control group not created yet'
+R_POOL = ('no free PMG in control group %s (MPAM: %d monitoring groups per '
+          'control group)')
 
 
 # Names are derived from validated uuids on every tick: remember them.
@@ -213,6 +215,22 @@ def mon_candidates(instances, threads, caps, settings):
         if len(wanted) == 1 and not (wanted & it.dedicated):
             found.append(it.inst.uuid)
     return found
+
+
+def candidate_parents(instances, candidates, caps, settings):
+    """How many control groups hold the monitoring ``candidates``.
+
+    On Arm MPAM each control group has its own pool of RMIDs, so the
+    budget is per control group (:func:`~rdt_virt.agent.rotation.
+    rmid_budget`); the default group counts as one.
+    """
+    parents = set()
+    for uuid in candidates:
+        inst = instances.get(uuid)
+        if inst is not None:
+            names = groups_of(inst, caps, settings)
+            parents.add(min(names) if names else None)
+    return len(parents)
 
 
 # The plan --------------------------------------------------------------------
@@ -442,6 +460,42 @@ class _Planner(object):
             self._move_mon(mon, old, group)
             parents.append(group)
 
+    def limit_pools(self, placements):
+        """Keep each control group's monitoring groups within its pool.
+
+        On MPAM an RMID is a PMG of one CLOSID and ``alloc_rmid(closid)``
+        answers ENOSPC once that CLOSID's PMGs are taken, whatever the
+        rest of the host has free. Groups that exist (or move in) keep
+        their place; new ones join in uuid order while room is left.
+        Monitoring groups of other tools and those still draining hold a
+        PMG of the group too.
+        """
+        per_group = self.caps.mon_groups_per_closid
+        if per_group is None:
+            return
+        wanted = {}
+        for mon, (group, _uuid, _tids) in self.desired_mons.items():
+            wanted.setdefault(group, []).append(mon)
+        for group, mons in sorted(wanted.items(),
+                                  key=lambda kv: (kv[0] is not None,
+                                                  kv[0] or '')):
+            snap_group = self.snap.groups.get(group)
+            held = 0
+            for name in (snap_group.mon_names if snap_group else ()):
+                kind = _parse(self.prefix, name)
+                if not (kind and kind[0] == 'monitor') or (
+                        name in self.draining):
+                    held += 1
+            room = max(per_group - held, 0)
+
+            def present(mon, group=group):
+                return group in self.existing.get(mon, ())
+            for mon in sorted(mons, key=lambda m: (not present(m), m))[room:]:
+                _group, uuid, _tids = self.desired_mons.pop(mon)
+                placements[uuid] = dataclasses.replace(
+                    placements[uuid], mon_group=None, counters=None,
+                    reason=R_POOL % (group or 'default', per_group))
+
     def mon_groups(self, managed):
         existing = self.existing
         for mon, (group, uuid, tids) in sorted(self.desired_mons.items()):
@@ -579,6 +633,7 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
         planner.premove(it)
         final = planner.place_threads(it)
         placements[it.inst.uuid] = planner.monitor(it, final)
+    planner.limit_pools(placements)
     planner.mon_groups(managed)
     planner.remove_unused(needed, managed)
     return Result(planner.actions(root_actions), placements,

@@ -287,7 +287,11 @@ class Agent(object):
             foreign, ours = monitoring.account(snap, self.caps)
             cands = reconcile.mon_candidates(instances, threads, self.caps,
                                              self.settings)
-            budget = monitoring.budget_for(self.caps, foreign, now)
+            parents = None
+            if self.caps.mon_groups_per_closid is not None:
+                parents = reconcile.candidate_parents(
+                    instances, cands, self.caps, self.settings)
+            budget = monitoring.budget_for(self.caps, foreign, now, parents)
             mons = monitoring.own_mon_groups(snap)
             self.rotation.adopt(set(mons) & set(cands), budget, now)
             held = [m for m in mons if m not in self.rotation.window]

@@ -72,7 +72,7 @@ MAX_BYTES = 32 * 1024 * 1024
 _NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
             'rmids_total', 'rmids_used', 'closids_total', 'closids_used',
             'mon_budget', 'monitored', 'instances', 'coverage',
-            'mon_coverage')
+            'mon_coverage', 'power_watts', 'energy_joules', 'activity_fps')
 _TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason')
 
 

@@ -124,6 +124,14 @@ def capabilities_doc(rc, proc='/proc'):
         doc['monitor'] = {'num_rmids': caps.monitor.num_rmids,
                           'events': sorted(caps.monitor.features),
                           'domains': list(caps.monitor.domain_ids)}
+    if caps.package_monitor:
+        pkg = caps.package_monitor
+        doc['package_monitor'] = {'num_rmids': pkg.num_rmids,
+                                  'events': sorted(pkg.features),
+                                  'packages': list(pkg.domain_ids)}
+    doc['arch'] = caps.arch
+    if caps.rmids_per_closid:
+        doc['rmids_per_closid'] = caps.rmids_per_closid
     # Features the kernel turned off on this CPU, and how to get them.
     doc['notes'] = quirks.notes(
         caps.features, _read_text(os.path.join(proc, 'cpuinfo')),
@@ -138,6 +146,9 @@ def capabilities_doc(rc, proc='/proc'):
     if caps.io_alloc:
         doc['notes'].append('io_alloc is enabled: the kernel keeps the '
                             'highest CLOSID for I/O traffic')
+    # Why RMIDs differ from what info/L3_MON/num_rmids says.
+    if caps.rmid_limit:
+        doc['notes'].append(caps.rmid_limit)
     return doc
 
 
@@ -173,6 +184,11 @@ def cmd_capabilities(rc, args, out):
         out.write('monitoring: %s on domains %s\n' % (
             ' '.join(doc['monitor']['events']),
             ','.join(str(d) for d in doc['monitor']['domains'])))
+    if 'package_monitor' in doc:
+        out.write('telemetry:  %s on packages %s (%d RMIDs)\n' % (
+            ' '.join(doc['package_monitor']['events']),
+            ','.join(str(d) for d in doc['package_monitor']['packages']),
+            doc['package_monitor']['num_rmids']))
     for note in doc['notes']:
         out.write('note:       %s\n' % note)
     return 0
@@ -272,9 +288,17 @@ def top_table(doc):
                  _num(host.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
                  _num(host.get('mbm_local_bps'), 1e6),
                  _num(host.get('mbm_total_bps'), 1e6), ''])
-    lines.append(_table(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
-                         'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
-                        rows))
+    header = ['INSTANCE', 'UUID', 'GROUP', 'POLICY', 'LLC[KiB]',
+              'MBL[MB/s]', 'MBT[MB/s]', 'NOTE']
+    if 'power_watts' in host:
+        # Package telemetry (Intel AET): core power before the note.
+        header.insert(-1, 'CORE[W]')
+        entries = sorted(doc.get('instances', {}).items(),
+                         key=lambda kv: (kv[1].get('name') or '', kv[0]))
+        for row, (_uuid, inst) in zip(rows, entries):
+            row.insert(-1, _num(inst.get('power_watts'), 1.0))
+        rows[-1].insert(-1, _num(host.get('power_watts'), 1.0))
+    lines.append(_table(header, rows))
     return '\n'.join(lines) + '\n'
 
 

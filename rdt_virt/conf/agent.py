@@ -73,7 +73,10 @@ Most monitoring groups the agent keeps at once.
 
 Every control group needs an RMID too, and creating one fails without a
 free RMID, so the agent never uses more than ``num_rmids - num_closids``
-RMIDs (less those of other tools' monitoring groups) for monitoring groups.
+RMIDs (less those of other tools' monitoring groups) for monitoring groups,
+``num_rmids`` being the smallest monitoring resource's (with Intel's
+package telemetry, ``PERF_PKG_MON``'s). On Arm MPAM each control group
+has its own pool of PMGs, and holds at most that many less one.
 When more instances need a monitoring group than the budget allows, the
 agent rotates them (see ``rotation_interval``) and publishes the coverage.
 

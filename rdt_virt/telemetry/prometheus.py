@@ -23,7 +23,17 @@ Per instance (labels ``instance_uuid`` and ``group``; ``domain`` too with
 * ``rdt_virt_instance_llc_occupancy_bytes``
 * ``rdt_virt_instance_monitored`` (1 when the instance has values now)
 
-Per host: the same three sums as ``rdt_virt_host_*``, plus
+and on hosts with Intel's package telemetry (Linux 7.0), named like
+Kepler's ``kepler_vm_cpu_watts``/``kepler_vm_cpu_joules_total`` for the
+"core" zone they measure:
+
+* ``rdt_virt_instance_cpu_core_watts`` (gauge)
+* ``rdt_virt_instance_cpu_core_joules_total`` (counter, since the agent
+  started)
+* ``rdt_virt_instance_cpu_core_activity_farads_per_second`` (gauge)
+
+Per host: the same three sums as ``rdt_virt_host_*`` (and
+``rdt_virt_host_cpu_core_watts`` with telemetry), plus
 ``rdt_virt_host_rmids``, ``rdt_virt_host_rmids_used``,
 ``rdt_virt_host_closids``, ``rdt_virt_host_closids_used``,
 ``rdt_virt_host_monitoring_coverage_ratio`` and
@@ -56,6 +66,17 @@ _INSTANCE = (
     ('llc_occupancy_bytes', 'rdt_virt_instance_llc_occupancy_bytes',
      'Last-level cache occupancy (CMT)'),
 )
+# Package telemetry (Intel AET); kept out of rdt_virt_instance_monitored.
+_ENERGY = (
+    ('power_watts', 'rdt_virt_instance_cpu_core_watts',
+     'Power of the instance\'s CPU cores (package telemetry)', False),
+    ('energy_joules', 'rdt_virt_instance_cpu_core_joules',
+     'Energy of the instance\'s CPU cores since the agent started',
+     True),
+    ('activity_fps', 'rdt_virt_instance_cpu_core_activity_farads_per_'
+                     'second', 'Work done per second by the instance\'s '
+                               'cores, independent of frequency', False),
+)
 _HOST = (
     ('mbm_total_bps', 'rdt_virt_host_memory_bandwidth_total_bytes_per_'
                       'second', 'Memory bandwidth of the monitored '
@@ -65,6 +86,8 @@ _HOST = (
                                 'instances'),
     ('llc_occupancy_bytes', 'rdt_virt_host_llc_occupancy_bytes',
      'LLC occupancy of the monitored instances'),
+    ('power_watts', 'rdt_virt_host_cpu_core_watts',
+     'Core power of the monitored instances (package telemetry)'),
     ('rmids_total', 'rdt_virt_host_rmids', 'RMIDs of the host'),
     ('rmids_used', 'rdt_virt_host_rmids_used', 'RMIDs in use'),
     ('closids_total', 'rdt_virt_host_closids', 'Usable CLOSIDs'),
@@ -144,6 +167,7 @@ class StateCollector(object):
             monitored.add_metric(labels, 1.0 if has else 0.0)
         yield from families.values()
         yield monitored
+        yield from self._energy(doc, label_names)
         host = doc.get('host') or {}
         for field, name, doc_text in _HOST:
             value = host.get(field)
@@ -164,6 +188,23 @@ class StateCollector(object):
                 yield core.GaugeMetricFamily(
                     'rdt_virt_agent_tick_cpu_seconds',
                     'CPU time of the last tick', value=totals['tick_cpu'])
+
+    def _energy(self, doc, label_names):
+        from prometheus_client import core
+
+        instances = sorted((doc.get('instances') or {}).items())
+        if not any('power_watts' in inst for _u, inst in instances):
+            return
+        for field, name, doc_text, counter in _ENERGY:
+            cls = (core.CounterMetricFamily if counter
+                   else core.GaugeMetricFamily)
+            family = cls(name, doc_text, labels=label_names)
+            for uuid, inst in instances:
+                value = inst.get(field)
+                if value is not None:
+                    family.add_metric(self._labels(uuid, inst),
+                                      float(value))
+            yield family
 
 
 def registry_for(get_doc, get_totals=None, instance_names=False,

@@ -52,6 +52,35 @@ class TestCLI(base.TestCase):
         self.assertEqual('percent', doc['membw']['MB']['unit'])
         self.assertIn('MBM_TOTAL', doc['features'])
 
+    def _emulated(self, profile):
+        from rdt_virt.emulator import fromtree
+        dest = self.useFixture(fixtures.TempDir()).path
+        fromtree.render(profile, dest)
+        shutil.rmtree(self.root)
+        shutil.copytree(os.path.join(dest, 'resctrl'), self.root)
+
+    def test_capabilities_of_a_host_with_package_telemetry(self):
+        self._emulated('aet')
+        code, text = self.run_cli('capabilities')
+        self.assertEqual(0, code)
+        # L3_MON has 1024, PERF_PKG_MON 576: the kernel hands out 576.
+        self.assertIn('CLOSIDs:    16   RMIDs: 576', text)
+        self.assertIn('telemetry:  activity', text)
+        self.assertIn('PERF_PKG_MON has 576 RMIDs, fewer than L3_MON\'s '
+                      '1024', text)
+        doc = json.loads(self.run_cli('capabilities', '--json')[1])
+        self.assertEqual(1024, doc['monitor']['num_rmids'])
+        self.assertEqual(576, doc['package_monitor']['num_rmids'])
+        self.assertIn('ENERGY', doc['features'])
+
+    def test_capabilities_of_an_mpam_host(self):
+        self._emulated('mpam')
+        doc = json.loads(self.run_cli('capabilities', '--json')[1])
+        self.assertEqual(('mpam', 4, 'percent'), (
+            doc['arch'], doc['rmids_per_closid'],
+            doc['membw']['MB']['unit']))
+        self.assertIn('MPAM: 4 PMGs per CLOSID', ' '.join(doc['notes']))
+
     def test_capabilities_explain_the_closids_the_kernel_takes(self):
         for res in ('L3', 'MB'):
             with open(os.path.join(self.root, 'info', res, 'num_closids'),
@@ -130,6 +159,18 @@ class TestCLI(base.TestCase):
                           'mem_bw=10', '4096', '120.0', '150.0'], one)
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
+
+    def test_top_shows_core_power_with_telemetry(self):
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1]['power_watts'] = 3.5
+        doc['host']['power_watts'] = 3.5
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        lines = text.splitlines()
+        self.assertEqual('CORE[W]', lines[1].split()[-2])
+        self.assertEqual(['150.0', '3.5'], lines[2].split()[-2:])
+        self.assertEqual(['-', 'rotated', 'out'], lines[3].split()[-3:])
+        self.assertEqual('3.5', lines[4].split()[-1])
 
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())

@@ -100,6 +100,28 @@ class TestPrometheus(base.TestCase):
                 'rdt_virt_host_mbm_counter_coverage_ratio 0.4'):
             self.assertIn(line, text)
 
+    def test_core_energy_on_telemetry_hosts(self):
+        self.assertNotIn('cpu_core', self.text())
+        self.doc['instances'][UUID1].update(
+            power_watts=3.5, energy_joules=120.25, activity_fps=5.469)
+        self.doc['instances'][UUID2].update(
+            power_watts=None, energy_joules=None, activity_fps=None)
+        self.doc['host']['power_watts'] = 3.5
+        text = self.text(names=False)
+        labels = '{group="rdtvirt-mb10",instance_uuid="%s"}' % UUID1
+        for line in ('rdt_virt_instance_cpu_core_watts%s 3.5' % labels,
+                     'rdt_virt_instance_cpu_core_joules_total%s 120.25'
+                     % labels,
+                     '# TYPE rdt_virt_instance_cpu_core_joules_total '
+                     'counter',
+                     'rdt_virt_instance_cpu_core_activity_farads_per_'
+                     'second%s 5.469' % labels,
+                     'rdt_virt_host_cpu_core_watts 3.5'):
+            self.assertIn(line, text)
+        # No value, no sample.
+        self.assertNotIn('rdt_virt_instance_cpu_core_watts{group="",'
+                         'instance_uuid="%s"}' % UUID2, text)
+
     def test_no_document_yet(self):
         self.assertIn('rdt_virt_instance_monitored', self.text(doc={}))
 
