@@ -225,7 +225,7 @@ class Decision:
     reports: typing.Mapping[int, Report]
 
 
-def _capacity(dom, configured, old, total, params):
+def _capacity(configured, old, total, params):
     """(capacity, source, Domain memory updated with this total)."""
     recent = (old.recent + (total,))[-params.learn_samples:]
     learned = old.learned
@@ -356,7 +356,7 @@ def decide(members, state, scale, params, now, capacities=None):
         measured = [m for m in members.values() if m.domains is not None]
         total = sum(m.domains.get(dom, 0.0) for m in measured)
         capacity, source, memory = _capacity(
-            dom, capacities.get(dom), old, total, params)
+            capacities.get(dom), old, total, params)
         pressure = total / capacity if capacity else None
         highs = [m for m in measured if m.priority == HIGH and
                  m.domains.get(dom, 0.0) >= params.active_threshold]
