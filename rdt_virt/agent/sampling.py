@@ -156,8 +156,12 @@ class Sampling(object):
             return energy_mod.Energy(reason='counters unreadable')
         return self.energy_tracker.update(uuid, reading)
 
-    def sample(self, caps, instances, placements):
-        """Read counters, compute rates, publish; returns the document."""
+    def sample(self, caps, instances, placements, control=None):
+        """Read counters, compute rates, publish; returns the document.
+
+        :param control: called with the rates before they are published;
+            returns the bandwidth controller's ``(levels, host part)``.
+        """
         mon = self.monitoring
         rates = {}
         telemetry_on = bool(caps and caps.package_monitor and
@@ -187,6 +191,7 @@ class Sampling(object):
         self.energy_tracker.forget(set(energy or ()))
         self.rates = rates
         self.energy = energy or {}
+        levels, controller = control(rates) if control else ({}, None)
         doc = publish.build(
             self.wall(), self.conf.rdt_agent.sample_interval, instances,
             placements, rates, mon.rotation,
@@ -194,7 +199,8 @@ class Sampling(object):
             rmids_used=mon.rmids_used,
             closids_total=caps.num_closids if caps else 0,
             closids_used=mon.closids_used, mon_budget=mon.budget or 0,
-            extra=self._host_extra(), energy=energy)
+            extra=self._host_extra(controller), energy=energy,
+            levels=levels)
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:
@@ -203,8 +209,10 @@ class Sampling(object):
         self.last_doc = doc
         return doc
 
-    def _host_extra(self):
+    def _host_extra(self, controller=None):
         extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
                  'counter_resets': self.tracker.jumps}
+        if controller is not None:
+            extra['controller'] = controller
         extra.update(self.monitoring.counter_info or {})
         return extra
