@@ -151,11 +151,16 @@ class Monitoring(object):
             if name not in keep:
                 del self._held_since[name]
 
-    def budget_for(self, caps, foreign, now):
-        """The RMID budget of this tick (lower for a while after ENOSPC)."""
+    def budget_for(self, caps, foreign, now, parents=None):
+        """The RMID budget of this tick (lower for a while after ENOSPC).
+
+        :param parents: on Arm MPAM, the control groups that hold
+            candidates (see :func:`rotation.rmid_budget`).
+        """
         budget = rotation_mod.rmid_budget(caps, self.opts.rmid_budget,
-                                          foreign)
-        self.auto_budget = rotation_mod.rmid_budget(caps, -1, foreign)
+                                          foreign, parents)
+        self.auto_budget = rotation_mod.rmid_budget(caps, -1, foreign,
+                                                    parents)
         if self._rmid_cap is not None:
             if now < self._rmid_cap[1]:
                 budget = min(budget, self._rmid_cap[0])

@@ -18,7 +18,10 @@ Capabilities say what a host can do; capacity says what is left now:
   host has ``num_closids - 1 - groups`` free for new groups.
 * RMIDs: every control group and every monitoring group holds one. On a
   host that can monitor, creating a control group fails without a free
-  RMID too (the kernel allocates one with the CLOSID).
+  RMID too (the kernel allocates one with the CLOSID). The count is
+  :attr:`~rdt_virt.resctrl.info.HostCapabilities.num_rmids`, the smallest
+  monitoring resource's (Intel's package telemetry has fewer RMIDs than
+  L3).
 * Cache ways: libvirt carves dedicated ways from those that no group uses,
   the default group included, and needs them contiguous. What counts is
   the longest free run on each cache id.
@@ -168,7 +171,11 @@ def from_state(caps, group_schemata, mon_groups, prefix):
         free_masks[name] = per_dom
     rmids = None
     if caps.monitor:
-        rmids = max(caps.monitor.num_rmids - 1 - len(ctrl) - mon_groups, 0)
+        # num_rmids is what the kernel hands out: with package telemetry
+        # the smallest monitoring resource's, not L3_MON's. On MPAM every
+        # CLOSID brings its own pool, so a new control group finds an RMID
+        # whenever it finds a CLOSID and the count stays consistent.
+        rmids = max(caps.num_rmids - 1 - len(ctrl) - mon_groups, 0)
     shared = set()
     for name in ctrl:
         kind = groups.parse(prefix, name)

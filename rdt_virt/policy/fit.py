@@ -291,7 +291,9 @@ def fit(policy, caps, strategy=rdt_conf.PER_INSTANCE, monitoring=True):
         # libvirt reads every group's schemata before it creates one, and
         # refuses an MB line when info/MB/min_bandwidth is 0 (AMD): "Missing
         # or inconsistent resctrl info for memory bandwidth allocation".
+        # Arm MPAM shows the same 0 once its MB control has 8 or more
+        # fraction bits (mbw_max_to_percent(0) in mpam_resctrl.c).
         raise exception.HostCannotServe(
             'libvirt cannot create resctrl groups on a host whose memory '
-            'bandwidth allocation has no minimum (AMD)')
+            'bandwidth allocation has no minimum (AMD, Arm MPAM)')
     return plan

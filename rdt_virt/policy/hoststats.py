@@ -123,6 +123,14 @@ def encode(host):
         'monitor': ([caps.monitor.num_rmids, sorted(caps.monitor.features),
                      list(caps.monitor.domain_ids)]
                     if caps.monitor else None),
+        # Package telemetry (Intel AET): its RMIDs bound num_rmids; older
+        # decoders ignore the key and see L3_MON's count.
+        'pkg': ([caps.package_monitor.num_rmids,
+                 sorted(caps.package_monitor.features),
+                 list(caps.package_monitor.domain_ids)]
+                if caps.package_monitor else None),
+        # MPAM: RMIDs are per-CLOSID pools (see info.HostCapabilities).
+        'arch': caps.arch,
         # What the kernel takes off num_closids (32 CLOSIDs before 6.16, the
         # io_alloc CLOSID): headroom is relative to what groups can use.
         'closid_limit': caps.closid_limit,
@@ -175,6 +183,12 @@ def decode(stats):
             monitor = info.MonitorCapability(
                 num_rmids=rmids, features=frozenset(features),
                 max_threshold_occupancy=None, domain_ids=tuple(doms))
+        package = None
+        if doc.get('pkg'):
+            rmids, features, doms = doc['pkg']
+            package = info.PackageMonitor(
+                num_rmids=rmids, features=frozenset(features),
+                domain_ids=tuple(doms))
         cap = capacity_mod.Capacity(
             free_closids=doc['free_closids'],
             free_rmids=doc['free_rmids'],
@@ -185,7 +199,9 @@ def decode(stats):
             caps=info.HostCapabilities(
                 caches=caches, membw=membw, monitor=monitor,
                 closid_limit=int(doc.get('closid_limit') or 0),
-                io_alloc=bool(doc.get('io_alloc'))),
+                io_alloc=bool(doc.get('io_alloc')),
+                package_monitor=package,
+                arch=doc.get('arch') or info.ARCH_X86),
             capacity=cap, strategy=doc['strategy'],
             monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'),
             classes={int(d): (int(c[0]), int(c[1]))
