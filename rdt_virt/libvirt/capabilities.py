@@ -116,8 +116,8 @@ def _cpus(el):
 
 
 def _features(monitor):
-    return [f.get('name') for f in monitor.findall('feature')
-            if f.get('name')]
+    return sorted(info.monitor_events(
+        f.get('name') for f in monitor.findall('feature') if f.get('name')))
 
 
 class _CacheControls(object):

@@ -518,13 +518,20 @@ def parse_domain_counts(text, source='num_mbm_cntrs'):
     return counts
 
 
+def monitor_events(names):
+    """The events among the names ``mon_features`` lists.
+
+    With BMEC (6.3+) mon_features also names the info files that
+    configure an event (rdt_mon_features_show()): they are not events
+    and have no file under mon_data. libvirt lists every name it reads
+    there, so its capabilities need the same filter.
+    """
+    return frozenset(f for f in names if not f.endswith('_config'))
+
+
 def _monitor(info, mon_domain_ids):
-    # With BMEC (6.3+) mon_features also names the info files that
-    # configure an event (rdt_mon_features_show()): they are not events
-    # and have no file under mon_data.
-    features = frozenset(
-        f for f in info.get(MONITOR_RESOURCE + '/mon_features', '').split()
-        if not f.endswith('_config'))
+    features = monitor_events(
+        info.get(MONITOR_RESOURCE + '/mon_features', '').split())
     occupancy = info.get(MONITOR_RESOURCE + '/max_threshold_occupancy')
     mode = parse_assign_mode(info.get(MONITOR_RESOURCE + '/mbm_assign_mode'))
     counters = parse_domain_counts(info.get(
