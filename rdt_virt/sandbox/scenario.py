@@ -58,6 +58,7 @@ from rdt_virt.libvirt import capabilities
 from rdt_virt.libvirt import elements
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit
+from rdt_virt.sandbox import chart
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
 
@@ -147,6 +148,24 @@ def add_shares(results):
         else:
             phase['share'] = None
     return results
+
+
+def chart_data(results):
+    """What :func:`rdt_virt.sandbox.chart.write` draws, from *results*."""
+    phases = []
+    for i, (key, title) in enumerate(PHASES, 1):
+        phase = results.get(key)
+        if not phase:
+            continue
+        phases.append({
+            'label': '%d. %s' % (i, title),
+            'share': phase.get('share'),
+            'mbm': {name: phase['guests'].get(name, {}).get('mbm')
+                    for name in GUESTS}})
+    return {'title': 'rdt-virt reference scenario on the emulated reference '
+                     'host (emulated: guests contend for CPU time)',
+            'guests': list(GUESTS), 'protected': PROTECTED,
+            'phases': phases}
 
 
 def _pm(value, scale=1.0, fmt='%.1f'):
@@ -478,10 +497,9 @@ class Scenario(object):
         with open(path, 'w') as f:
             json.dump(results, f, indent=1, sort_keys=True)
         self.say('Results: %s' % path)
-        from rdt_virt.sandbox import chart
         try:
-            self.chart = chart.write(results, os.path.join(self.dir,
-                                                           'scenario.png'))
+            self.chart = chart.write(chart_data(results),
+                                     os.path.join(self.dir, 'scenario.png'))
             self.say('Chart:   %s' % self.chart)
         except chart.Unavailable as e:
             self.say('Chart:   not written (%s)' % e)

@@ -87,6 +87,20 @@ class StatsTest(base.TestCase):
         self.assertEqual(['noisy-7', '10%', 'in', '3-4', '-', '400.0', '±',
                           '0.0', '-', '-'], row.split())
 
+    def test_chart_data(self):
+        data = scenario.chart_data(self.results())
+        self.assertEqual(scenario.GUESTS, data['guests'])
+        self.assertEqual('protected', data['protected'])
+        self.assertEqual(['1. protected guest alone',
+                          '2. with 7 noisy neighbours, no policy'],
+                         [p['label'] for p in data['phases']])
+        self.assertEqual((0.25, 0.0), data['phases'][1]['share'])
+        self.assertEqual((4e8, 0.0), data['phases'][1]['mbm']['noisy-2'])
+        self.assertIsNone(data['phases'][0]['mbm']['noisy-2'])
+        # Plain data: it goes through JSON unchanged but for tuples.
+        self.assertEqual(json.loads(json.dumps(data))['phases'][1]['label'],
+                         data['phases'][1]['label'])
+
     def test_chart(self):
         try:
             import matplotlib  # noqa: F401
@@ -95,7 +109,8 @@ class StatsTest(base.TestCase):
         tmp = self.useFixture(fixtures.TempDir()).path
         for name in ('s.png', 's.svg'):
             path = os.path.join(tmp, name)
-            self.assertEqual(path, chart.write(self.results(), path))
+            self.assertEqual(path, chart.write(
+                scenario.chart_data(self.results()), path))
             self.assertGreater(os.path.getsize(path), 1000)
         with open(os.path.join(tmp, 's.png'), 'rb') as f:
             self.assertEqual(b'\x89PNG', f.read(4))
