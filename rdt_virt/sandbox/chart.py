@@ -12,9 +12,11 @@
 
 """The reference scenario's chart, drawn with matplotlib (``rdt-virt[plot]``).
 
-Left: the protected guest's work rate in each phase as a share of the alone
-phase; right: every guest's memory bandwidth in each phase. Bars are means,
-error bars one standard deviation over the phase's samples.
+Top left: the protected guest's work rate in each phase as a share of the
+alone phase; top right: every guest's memory bandwidth in each phase. Bars
+are means, error bars one standard deviation over the phase's samples.
+Below, where the data has a timeline (the controller's phases): each
+guest's controller level and the protected guest's work rate over time.
 
 The chart takes plain data (see :func:`write`), not the scenario: what is
 drawn can be built and tested apart from what runs the guests.
@@ -31,9 +33,13 @@ def write(data, path):
     The format follows the file name's extension (``.png``, ``.svg``).
 
     :param data: ``{'title': str, 'guests': [name, ...], 'protected': name,
-        'phases': [{'label': str, 'share': (mean, sd) or None, 'mbm':
-        {name: (mean, sd) or None}}, ...]}``: shares are fractions of the
-        alone phase, bandwidths bytes/s.
+        'phases': [{'label': str, 'number': int, 'share': (mean, sd) or
+        None, 'mbm': {name: (mean, sd) or None}}, ...], 'timeline': None
+        or {'marks':
+        [(t, label)], 'levels': {name: [(t, percent)]}, 'work': [(t,
+        value)], 'relative': whether work values are shares of the alone
+        phase, 'target': share to mark}}``: shares are fractions of the
+        alone phase, bandwidths bytes/s, times seconds.
     :returns: *path*.
     :raises Unavailable: without matplotlib.
     """
@@ -47,8 +53,20 @@ def write(data, path):
     phases = data['phases']
     guests = data['guests']
     labels = [p['label'] for p in phases]
-    fig, (left, right) = pyplot.subplots(
-        1, 2, figsize=(13, 5), gridspec_kw={'width_ratios': [1, 2]})
+    numbers = [str(p.get('number', i)) for i, p in enumerate(phases, 1)]
+    timeline = data.get('timeline')
+    if timeline:
+        fig = pyplot.figure(figsize=(13, 10))
+        grid = fig.add_gridspec(3, 2, width_ratios=[1, 2],
+                                height_ratios=[2, 1, 1])
+        left = fig.add_subplot(grid[0, 0])
+        right = fig.add_subplot(grid[0, 1])
+        levels = fig.add_subplot(grid[1, :])
+        work = fig.add_subplot(grid[2, :], sharex=levels)
+        _timeline(timeline, guests, data['protected'], levels, work)
+    else:
+        fig, (left, right) = pyplot.subplots(
+            1, 2, figsize=(13, 5), gridspec_kw={'width_ratios': [1, 2]})
 
     shares = [p.get('share') or (0.0, 0.0) for p in phases]
     xs = range(len(phases))
@@ -56,7 +74,7 @@ def write(data, path):
              yerr=[100 * s[1] for s in shares], capsize=4,
              color=['#4c72b0'] + ['#dd8452'] * (len(phases) - 1))
     left.set_xticks(list(xs))
-    left.set_xticklabels([str(i + 1) for i in xs])
+    left.set_xticklabels(numbers)
     left.set_ylabel('work rate, % of the alone phase')
     left.set_title('Protected guest')
     left.axhline(100, color='grey', linewidth=0.8, linestyle='--')
@@ -72,13 +90,44 @@ def write(data, path):
                   yerr=errs, capsize=2, label=name,
                   color='#4c72b0' if name == data['protected'] else None)
     right.set_xticks(list(xs))
-    right.set_xticklabels([str(i + 1) for i in xs])
+    right.set_xticklabels(numbers)
     right.set_ylabel('memory bandwidth, MB/s (emulated MBM)')
     right.set_title('Every guest')
     right.legend(fontsize='small', ncol=2)
     fig.text(0.01, 0.01, '\n'.join(labels), fontsize='small', va='bottom')
     fig.suptitle(data['title'])
-    fig.tight_layout(rect=(0, 0.12, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.12 if not timeline else 0.07, 1, 0.95))
     fig.savefig(path)
     pyplot.close(fig)
     return path
+
+
+def _timeline(timeline, guests, protected, levels, work):
+    for name in guests:
+        series = timeline['levels'].get(name)
+        if not series:
+            continue
+        levels.step([t for t, _v in series], [v for _t, v in series],
+                    where='post', label=name,
+                    color='#4c72b0' if name == protected else None,
+                    linewidth=2 if name == protected else 1)
+    levels.set_ylabel('controller level, %\n(100: not throttled)')
+    levels.set_ylim(0, 105)
+    levels.set_title('Timeline of the controller\'s phases')
+    levels.legend(fontsize='x-small', ncol=4, loc='lower right')
+    points = timeline['work']
+    scale = 100.0 if timeline.get('relative') else 1 / (1024.0 * 1024)
+    work.plot([t for t, _v in points], [v * scale for _t, v in points],
+              color='#4c72b0')
+    if timeline.get('relative'):
+        work.set_ylabel('protected work rate,\n% of alone')
+        work.axhline(100 * timeline.get('target', 0.9), color='grey',
+                     linewidth=0.8, linestyle='--')
+    else:
+        work.set_ylabel('protected work rate,\nMiB/s')
+    work.set_xlabel('seconds since the scenario started')
+    for axis in (levels, work):
+        for t, _label in timeline['marks']:
+            axis.axvline(t, color='grey', linewidth=0.8, linestyle=':')
+    for t, label in timeline['marks']:
+        levels.annotate(label, (t, 102), fontsize='small')
