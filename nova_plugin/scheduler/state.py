@@ -53,8 +53,8 @@ import threading
 
 from oslo_log import log as logging
 
-from nova_plugin.virt import claims as claims_mod
 from rdt_virt import exception
+from rdt_virt.policy import capacity as capacity_mod
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
 from rdt_virt.policy import hoststats
@@ -206,7 +206,7 @@ class HostView(object):
     def consume(self, plan):
         """Take ``plan`` from the capacity until the next report."""
         self.rdt = dataclasses.replace(
-            self.rdt, capacity=claims_mod.consume(self.rdt.capacity, plan))
+            self.rdt, capacity=capacity_mod.consume(self.rdt.capacity, plan))
         self.verdicts = {}
 
     def reset(self):

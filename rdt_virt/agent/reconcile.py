@@ -46,19 +46,16 @@ no action at all.
 
 import dataclasses
 import functools
-import re
 import typing
 
 from rdt_virt.agent import masks
 from rdt_virt.agent import model
 from rdt_virt.policy import groups as groups_mod
 from rdt_virt.resctrl import info
+from rdt_virt.resctrl import names
 from rdt_virt.resctrl import schemata as schemata_mod
 
 ROOT = model.ROOT
-# libvirt names allocation groups "<machine name>-<alloc id>", the machine
-# name being "qemu-<domain id>-<sanitised domain name>".
-_LIBVIRT_GROUP = re.compile(r'^qemu-\d+-[A-Za-z0-9._-]+$')
 
 R_DISABLED = 'monitoring disabled'
 R_NO_MON = 'host has no monitoring'
@@ -76,9 +73,8 @@ _mon_group = functools.lru_cache(maxsize=8192)(groups_mod.mon_group)
 _parse = functools.lru_cache(maxsize=8192)(groups_mod.parse)
 
 
-def is_libvirt_group(name):
-    """True if ``name`` looks like a group libvirt made for a domain."""
-    return bool(name) and bool(_LIBVIRT_GROUP.match(name))
+# The rule lives with resctrl, where the privileged daemon can use it too.
+is_libvirt_group = names.is_libvirt_group
 
 
 default_masks = masks.default_masks

@@ -109,6 +109,44 @@ class Capacity:
                                    shared_groups=shared)
 
 
+def consume(capacity, plan):
+    """``capacity`` after ``plan``, even when it does not fit any more.
+
+    Claims made earlier must be counted even if resctrl changed under them
+    (an operator created groups, the default group took ways back): then
+    whatever the plan needs and is not free is simply gone. The compute
+    host subtracts its unrealised claims with it, and the scheduler the
+    instances it has placed in this run.
+    """
+    try:
+        return capacity.claim(plan)
+    except exception.CapacityExhausted:
+        pass
+    closids, rmids = capacity.free_closids, capacity.free_rmids
+    shared = capacity.shared_groups
+    if capacity.needs_closid(plan):
+        closids = max(closids - 1, 0)
+        if rmids is not None:
+            rmids = max(rmids - 1, 0)
+        if plan.shared_value is not None:
+            shared = shared | {plan.shared_value}
+    masks = {res: dict(doms) for res, doms in capacity.free_masks.items()}
+    for alloc in plan.caches:
+        for dom, ways, _size in alloc.domains:
+            free = masks.get(alloc.resource, {}).get(dom)
+            if free is None:
+                continue
+            if capacity.largest_free_run(alloc.resource, dom) >= ways:
+                # Take them as Capacity.claim does.
+                masks[alloc.resource][dom] = free & ~bitmask.best_fit(
+                    0, free, ways)
+            else:
+                masks[alloc.resource][dom] = 0
+    return dataclasses.replace(capacity, free_closids=closids,
+                               free_rmids=rmids, free_masks=masks,
+                               shared_groups=shared)
+
+
 def from_state(caps, group_schemata, mon_groups, prefix):
     """Compute a host's :class:`Capacity` from its resctrl state.
 
