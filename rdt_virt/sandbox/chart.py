@@ -96,7 +96,7 @@ def write(data, path):
     right.legend(fontsize='small', ncol=2)
     fig.text(0.01, 0.01, '\n'.join(labels), fontsize='small', va='bottom')
     fig.suptitle(data['title'])
-    fig.tight_layout(rect=(0, 0.12 if not timeline else 0.07, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.12 if not timeline else 0.1, 1, 0.95))
     fig.savefig(path)
     pyplot.close(fig)
     return path
@@ -117,8 +117,10 @@ def _timeline(timeline, guests, protected, levels, work):
     levels.legend(fontsize='x-small', ncol=4, loc='lower right')
     points = timeline['work']
     scale = 100.0 if timeline.get('relative') else 1 / (1024.0 * 1024)
-    work.plot([t for t, _v in points], [v * scale for _t, v in points],
-              color='#4c72b0')
+    # NaN breaks the line where the recording has a gap.
+    work.plot([t for t, _v in points],
+              [float('nan') if v is None else v * scale for _t, v in points],
+              color='#4c72b0', marker='.', markersize=3)
     if timeline.get('relative'):
         work.set_ylabel('protected work rate,\n% of alone')
         work.axhline(100 * timeline.get('target', 0.9), color='grey',

@@ -322,7 +322,7 @@ def timeline_series(points, reference, step=2.0):
     :param step: the window of each work rate point, in seconds.
     :returns: ``{'marks': [(t, phase key)], 'levels': {name: [(t, level
         in percent, 100 where unthrottled)]}, 'work': [(t, share of alone
-        or bytes/s without a reference)]}``
+        or bytes/s without a reference, None in a gap)]}``
     """
     marks, levels, work = [], {}, []
     phase = None
@@ -339,9 +339,10 @@ def timeline_series(points, reference, step=2.0):
         t = points[0]['t']
         while t + step <= points[-1]['t']:
             rate = window_rate(points, PROTECTED, t, t + step)
-            if rate is not None:
-                work.append((t + step / 2, rate / reference if reference
-                             else rate))
+            # None where the window has no two counts (a gap in the
+            # recording): the chart breaks the line there.
+            work.append((t + step / 2, None if rate is None else
+                         rate / reference if reference else rate))
             t += step
     return {'marks': marks, 'levels': levels, 'work': work,
             'relative': bool(reference)}

@@ -317,6 +317,10 @@ class TimelineTest(base.TestCase):
         self.assertEqual([(1.0, 1.0), (3.0, 1.0), (5.0, 0.5)],
                          series['work'])
         self.assertTrue(series['relative'])
+        # A gap in the recording (guests starting) is a gap in the line.
+        series = report.timeline_series(points[:1] + points[3:], 10 * UNIT)
+        self.assertEqual([(1.0, None), (3.0, 1.0), (5.0, 0.5)],
+                         series['work'])
         self.assertFalse(report.timeline_series(points, None)['relative'])
         data = report.chart_data({}, points)
         self.assertEqual([(0.0, '5'), (4.0, '6')],
