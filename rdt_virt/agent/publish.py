@@ -37,7 +37,7 @@ def _round(value):
 
 def build(time, interval, instances, placements, rates, rotation=None,
           rmids_total=0, rmids_used=0, closids_total=0, closids_used=0,
-          mon_budget=0, extra=None):
+          mon_budget=0, extra=None, levels=None):
     """The state document for one sample.
 
     :param time: wall-clock time of the sample (epoch seconds).
@@ -47,6 +47,7 @@ def build(time, interval, instances, placements, rates, rotation=None,
     :param rates: ``{uuid: Rates}``.
     :param rotation: the :class:`~rdt_virt.agent.rotation.Rotation`.
     :param extra: more ``host`` fields.
+    :param levels: ``{uuid: level}`` the bandwidth controller holds.
     """
     docs = {}
     monitored = 0
@@ -69,6 +70,8 @@ def build(time, interval, instances, placements, rates, rotation=None,
             'mon_group': place.mon_group if place else None,
             'counters': counters,
             'policy': dict(inst.policy),
+            'priority': inst.priority,
+            'level': (levels or {}).get(uuid),
             'mbm_total_bps': _round(rate.mbm_total_bps),
             'mbm_local_bps': _round(rate.mbm_local_bps),
             'llc_occupancy_bytes': rate.llc_occupancy_bytes,

@@ -65,6 +65,8 @@ R_FOREIGN = 'threads held by group %s of another tool'
 R_ROTATED = 'rotated out (RMID budget)'
 R_PENDING = 'control group not created yet'
 
+LOW = 'low'     # the protection class the bandwidth controller moves
+
 
 # Names are derived from validated uuids on every tick: remember them.
 _shared_group = functools.lru_cache(maxsize=1024)(groups_mod.shared_group)
@@ -147,6 +149,47 @@ def _intent(inst, threads, caps, settings):
 def _intents(instances, threads, caps, settings):
     return [_intent(inst, threads.get(uuid), caps, settings)
             for uuid, inst in sorted(instances.items())]
+
+
+def controllable(inst, caps):
+    """True if the bandwidth controller may move ``inst``'s bandwidth.
+
+    Low-priority instances whose bandwidth the agent holds (shared or own
+    group, or none yet); never one in a libvirt group.
+    """
+    bw = inst.bandwidth
+    return (inst.priority == LOW and not inst.allocations and
+            caps.mb is not None and (
+                bw is None or (bw.group != model.LIBVIRT and
+                               bw.unit == caps.mb.unit)))
+
+
+def controlled(instances, levels, caps):
+    """``instances`` with the bandwidth controller's levels in force.
+
+    A level (in the host's MBA unit) below an instance's static cap
+    replaces that cap: a percentage puts the instance in the shared group
+    of that percentage, an MBps or AMD value in its own group. The static
+    cap stays the ceiling: a level above it changes nothing.
+
+    :param levels: ``{uuid: level}``.
+    """
+    if not levels or caps is None or caps.mb is None:
+        return instances
+    out = dict(instances)
+    shared = caps.mb.unit == info.UNIT_PERCENT
+    for uuid, level in levels.items():
+        inst = instances.get(uuid)
+        if inst is None or not controllable(inst, caps):
+            continue
+        bw = inst.bandwidth
+        if bw is not None and bw.value <= level:
+            continue
+        out[uuid] = dataclasses.replace(inst, bandwidth=model.BandwidthPolicy(
+            unit=caps.mb.unit, value=level,
+            requested=bw.requested if bw is not None else level,
+            group=model.SHARED if shared else model.INSTANCE))
+    return out
 
 
 def groups_of(inst, caps, settings):

@@ -106,8 +106,12 @@ class Sampling(object):
             source=self.monitoring.source_key(counters),
             time=self.clock(), values=values, times=times)
 
-    def sample(self, caps, instances, placements):
-        """Read counters, compute rates, publish; returns the document."""
+    def sample(self, caps, instances, placements, control=None):
+        """Read counters, compute rates, publish; returns the document.
+
+        :param control: called with the rates before they are published;
+            returns the bandwidth controller's ``(levels, host part)``.
+        """
         mon = self.monitoring
         rates = {}
         for uuid, place in sorted(placements.items()):
@@ -130,6 +134,7 @@ class Sampling(object):
                     rates[uuid], reason=counters_mod.R_NO_COUNTER)
         self.tracker.forget(set(rates))
         self.rates = rates
+        levels, controller = control(rates) if control else ({}, None)
         doc = publish.build(
             self.wall(), self.conf.rdt_agent.sample_interval, instances,
             placements, rates, mon.rotation,
@@ -137,7 +142,7 @@ class Sampling(object):
             rmids_used=mon.rmids_used,
             closids_total=caps.num_closids if caps else 0,
             closids_used=mon.closids_used, mon_budget=mon.budget or 0,
-            extra=self._host_extra())
+            extra=self._host_extra(controller), levels=levels)
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:
@@ -146,8 +151,10 @@ class Sampling(object):
         self.last_doc = doc
         return doc
 
-    def _host_extra(self):
+    def _host_extra(self, controller=None):
         extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
                  'counter_resets': self.tracker.jumps}
+        if controller is not None:
+            extra['controller'] = controller
         extra.update(self.monitoring.counter_info or {})
         return extra

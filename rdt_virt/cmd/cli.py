@@ -235,6 +235,14 @@ def _num(value, scale, fmt='%.1f'):
     return '-' if value is None else fmt % (value / scale)
 
 
+def _level(level, unit):
+    """The controller's level: '-' while it holds nothing back."""
+    if not isinstance(level, (int, float)) or isinstance(level, bool):
+        return '-'
+    return '%d%s' % (level, '%' if unit == 'percent' else
+                     ' %s' % _cell(unit or ''))
+
+
 def top_table(doc):
     """The per-instance table of a state document, as text."""
     host = doc.get('host', {})
@@ -256,6 +264,21 @@ def top_table(doc):
                          host.get('mbm_counters_available', '?'),
                          host.get('instances_with_counters') or 0,
                          100 * (host.get('counter_coverage') or 0)))
+    part = host.get('controller')
+    unit = part.get('unit') if isinstance(part, dict) else None
+    for dom, entry in sorted(((part or {}).get('domains') or {}).items()
+                             if isinstance(part, dict) else ()):
+        if not isinstance(entry, dict):
+            continue
+        lines.append('Controller domain %s: pressure %s, capacity %s GB/s '
+                     '(%s), %s throttled, %s active high: %s' % (
+                         _cell(dom), _num(entry.get('pressure'), 0.01,
+                                          '%.0f%%'),
+                         _num(entry.get('capacity_bps'), 1e9),
+                         _cell(entry.get('capacity_source') or 'unknown'),
+                         entry.get('throttled', 0),
+                         entry.get('active_high', 0),
+                         _cell(entry.get('reason') or '')))
     rows = []
     for uuid, inst in sorted(doc.get('instances', {}).items(),
                              key=lambda kv: (kv[1].get('name') or '',
@@ -264,16 +287,19 @@ def top_table(doc):
             _short(_cell(inst.get('name') or '-')), uuid[:8],
             inst.get('group') or '/',
             _policy(inst.get('policy')),
+            _cell(inst.get('priority') or 'normal'),
+            _level(inst.get('level'), unit),
             _num(inst.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
             _num(inst.get('mbm_local_bps'), 1e6),
             _num(inst.get('mbm_total_bps'), 1e6),
             inst.get('reason') or ''])
-    rows.append(['HOST', '', '', '',
+    rows.append(['HOST', '', '', '', '', '',
                  _num(host.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
                  _num(host.get('mbm_local_bps'), 1e6),
                  _num(host.get('mbm_total_bps'), 1e6), ''])
-    lines.append(_table(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
-                         'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
+    lines.append(_table(['INSTANCE', 'UUID', 'GROUP', 'POLICY', 'CLASS',
+                         'LEVEL', 'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]',
+                         'NOTE'],
                         rows))
     return '\n'.join(lines) + '\n'
 

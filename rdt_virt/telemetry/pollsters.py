@@ -24,6 +24,12 @@ meter                      type   unit   value
 ``cpu_l3_cache``           gauge  B      CMT last-level cache occupancy
 =========================  =====  =====  ================================
 
+Each sample's metadata carries the instance's rdt-virt group
+(``rdt_group``), its policy (``rdt_policy``), its protection class
+(``rdt_priority``: ``high``, ``normal`` or ``low``) and the level the
+bandwidth controller holds it at (``rdt_level``, null while it is not
+held, in ``rdt_level_unit``: ``percent``, ``MBps`` or ``amd``).
+
 They are registered in the ``ceilometer.poll.compute`` namespace and use
 the ``local_instances`` discovery, so ceilometer-polling on a compute host
 gives them the host's instances. The values come from the state file that
@@ -91,6 +97,8 @@ class _StatePollster(plugin_base.PollsterBase):
         if doc is None:
             return
         instances = doc.get('instances') or {}
+        part = (doc.get('host') or {}).get('controller')
+        unit = part.get('unit') if isinstance(part, dict) else None
         for instance in resources:
             entry = instances.get(instance.id)
             if not entry:
@@ -106,7 +114,10 @@ class _StatePollster(plugin_base.PollsterBase):
                 volume=value, resource_id=instance.id,
                 additional_metadata={
                     'rdt_group': entry.get('group'),
-                    'rdt_policy': entry.get('policy') or {}})
+                    'rdt_policy': entry.get('policy') or {},
+                    'rdt_priority': entry.get('priority') or 'normal',
+                    'rdt_level': entry.get('level'),
+                    'rdt_level_unit': unit})
 
 
 class MemoryBandwidthTotalPollster(_StatePollster):

@@ -31,6 +31,17 @@ Per host: the same three sums as ``rdt_virt_host_*``, plus
 ``rdt_virt_agent_ticks_total``, ``rdt_virt_agent_writes_total``,
 ``rdt_virt_agent_errors_total``, ``rdt_virt_agent_tick_cpu_seconds``.
 
+Protection (``hw:rdt_priority`` and the bandwidth controller):
+``rdt_virt_instance_protection_class`` (1, with a ``class`` label),
+``rdt_virt_instance_controller_level`` (the level the controller holds an
+instance at, with a ``unit`` label: ``percent``, ``MBps`` or ``amd``;
+absent while it is not held), ``rdt_virt_instance_controller_throttled``
+(low-priority instances: 1 while held); per memory bandwidth domain
+(``domain`` label) ``rdt_virt_domain_bandwidth_pressure_ratio``,
+``rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second`` (with a
+``source`` label), ``rdt_virt_domain_throttled_instances`` and
+``rdt_virt_domain_active_high_instances``.
+
 Instances without a value are left out of a series rather than reported
 as 0.
 
@@ -84,6 +95,18 @@ _HOST = (
      'Free MBM counters on the scarcest domain'),
     ('counter_coverage', 'rdt_virt_host_mbm_counter_coverage_ratio',
      'Share of the monitored instances that have MBM counters now'),
+)
+_DOMAIN = (
+    ('pressure', 'rdt_virt_domain_bandwidth_pressure_ratio',
+     'Measured bandwidth of a memory bandwidth domain over its capacity'),
+    ('capacity_bps', 'rdt_virt_domain_memory_bandwidth_capacity_bytes_per_'
+                     'second',
+     'Capacity the controller assumes for the domain (source: configured, '
+     'firmware or learned)'),
+    ('throttled', 'rdt_virt_domain_throttled_instances',
+     'Low-priority instances the controller holds down on the domain'),
+    ('active_high', 'rdt_virt_domain_active_high_instances',
+     'Active high-priority instances on the domain'),
 )
 LABELS = ['instance_uuid', 'group']
 NAME_LABELS = ['instance_uuid', 'domain', 'group']
@@ -144,6 +167,7 @@ class StateCollector(object):
             monitored.add_metric(labels, 1.0 if has else 0.0)
         yield from families.values()
         yield monitored
+        yield from self._controller(doc, label_names)
         host = doc.get('host') or {}
         for field, name, doc_text in _HOST:
             value = host.get(field)
@@ -164,6 +188,62 @@ class StateCollector(object):
                 yield core.GaugeMetricFamily(
                     'rdt_virt_agent_tick_cpu_seconds',
                     'CPU time of the last tick', value=totals['tick_cpu'])
+
+    def _controller(self, doc, label_names):
+        """Protection classes, levels and the controller's domains."""
+        from prometheus_client import core
+
+        classes = core.GaugeMetricFamily(
+            'rdt_virt_instance_protection_class',
+            '1 for the instance\'s protection class (hw:rdt_priority)',
+            labels=label_names + ['class'])
+        levels = core.GaugeMetricFamily(
+            'rdt_virt_instance_controller_level',
+            'Memory bandwidth level the controller holds the instance at '
+            '(the host\'s MBA unit)', labels=label_names + ['unit'])
+        throttled = core.GaugeMetricFamily(
+            'rdt_virt_instance_controller_throttled',
+            '1 while the controller holds a low-priority instance below '
+            'its static policy', labels=label_names)
+        host = doc.get('host') or {}
+        part = host.get('controller')
+        part = part if isinstance(part, dict) else {}
+        unit = part.get('unit') or ''
+        for uuid, inst in sorted((doc.get('instances') or {}).items()):
+            labels = self._labels(uuid, inst)
+            priority = inst.get('priority') or 'normal'
+            classes.add_metric(labels + [priority], 1.0)
+            level = inst.get('level')
+            if level is not None:
+                levels.add_metric(labels + [unit], float(level))
+            if priority == 'low':
+                throttled.add_metric(labels,
+                                     0.0 if level is None else 1.0)
+        yield classes
+        yield levels
+        yield throttled
+        domains = part.get('domains')
+        if not isinstance(domains, dict):
+            return
+        families = []
+        for field, name, text in _DOMAIN:
+            families.append((field, core.GaugeMetricFamily(
+                name, text, labels=['domain'] + (
+                    ['source'] if field == 'capacity_bps' else []))))
+        for dom, entry in sorted(domains.items()):
+            if not isinstance(entry, dict):
+                continue
+            for field, family in families:
+                value = entry.get(field)
+                if isinstance(value, bool) or not isinstance(
+                        value, (int, float)):
+                    continue
+                labels = [str(dom)]
+                if field == 'capacity_bps':
+                    labels.append(entry.get('capacity_source') or '')
+                family.add_metric(labels, float(value))
+        for _field, family in families:
+            yield family
 
 
 def registry_for(get_doc, get_totals=None, instance_names=False,

@@ -122,14 +122,33 @@ class TestCLI(base.TestCase):
         self.assertEqual(0, code)
         lines = text.splitlines()
         self.assertIn('instances 0', lines[0])
-        self.assertEqual(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
-                          'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
-                         lines[1].split())
+        self.assertEqual(['INSTANCE', 'UUID', 'GROUP', 'POLICY', 'CLASS',
+                          'LEVEL', 'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]',
+                          'NOTE'], lines[1].split())
         one = lines[2].split()
         self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
-                          'mem_bw=10', '4096', '120.0', '150.0'], one)
+                          'mem_bw=10', 'normal', '-', '4096', '120.0',
+                          '150.0'], one)
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
+
+    def test_top_shows_class_level_and_controller(self):
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1].update(priority='low',
+                                                      level=30)
+        doc['host']['controller'] = {'unit': 'percent', 'domains': {
+            '0': {'pressure': 0.91, 'capacity_bps': 1.2e10,
+                  'capacity_source': 'learned', 'throttled': 1,
+                  'active_high': 1, 'reason': 'pressure 0.91 >= high '
+                                              'watermark 0.85'}}}
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        lines = text.splitlines()
+        self.assertEqual('Controller domain 0: pressure 91%, capacity 12.0 '
+                         'GB/s (learned), 1 throttled, 1 active high: '
+                         'pressure 0.91 >= high watermark 0.85', lines[1])
+        self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
+                          'mem_bw=10', 'low', '30%'], lines[3].split()[:6])
 
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())

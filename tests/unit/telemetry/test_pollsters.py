@@ -94,6 +94,24 @@ class TestPollsters(base.TestCase):
                              sample.resource_metadata['rdt_group'])
             self.assertEqual('project', sample.project_id)
 
+    def test_protection_class_and_level_in_metadata(self):
+        doc = document(time.time())
+        doc['instances'][UUID1].update(priority='low', level=30)
+        doc['host']['controller'] = {'unit': 'percent', 'domains': {}}
+        state.write(self.path, doc)
+        sample, = self.samples(self.pollsters.MemoryBandwidthTotalPollster)
+        meta = sample.resource_metadata
+        self.assertEqual(('low', 30, 'percent'),
+                         (meta['rdt_priority'], meta['rdt_level'],
+                          meta['rdt_level_unit']))
+        # An older agent's document: the default class, no level.
+        state.write(self.path, document(time.time()))
+        sample, = self.samples(self.pollsters.MemoryBandwidthTotalPollster)
+        meta = sample.resource_metadata
+        self.assertEqual(('normal', None, None),
+                         (meta['rdt_priority'], meta['rdt_level'],
+                          meta['rdt_level_unit']))
+
     def put(self, doc, text=None):
         with open(self.path, 'w') as f:
             f.write(json.dumps(dict(doc, version=1)) if text is None
