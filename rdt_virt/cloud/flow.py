@@ -30,6 +30,11 @@ from rdt_virt.cloud import services
 from rdt_virt.sandbox import guest
 
 NOISY = 7
+#: Low-priority noisy servers beside the high one (phase "controller").
+LOW = 3
+#: Priority flavors: no static cap, no CLOSID of their own (a low server's
+#: bandwidth is the agent's shared groups', a high one has no group).
+PRIORITY_FLAVORS = (('rdt.high', 'high'), ('rdt.low', 'low'))
 
 
 class FlowError(Exception):
@@ -105,6 +110,12 @@ class Flow(object):
         self.step('Telemetry in Prometheus', self.prometheus)
         self.step('Resize, rebuild, live migration', self.lifecycle)
         self.step('Delete all: back to zero', self.delete_all)
+        self.step('Priority classes: a high server and %d low ones' % LOW,
+                  self.priority_boot)
+        self.step('The controller throttles the low servers',
+                  self.priority_throttled)
+        self.step('Pause the high server: the controller releases',
+                  self.priority_released)
 
     def step(self, title, fn):
         self.out('\n== %s ==' % title)
@@ -460,3 +471,130 @@ class Flow(object):
             left = [d for d in os.listdir(root)
                     if d.startswith(('qemu-', 'rdtvirt-'))]
             self.expect(not left, 'no instance group left on %s' % host)
+
+    # Priority classes and the controller ---------------------------------
+
+    CONTROLLED = 'compute1'     # the host with MBA
+
+    def _controller_state(self):
+        """{server name: state file entry} of the controlled host."""
+        path = self.cloud.host_dir(self.CONTROLLED, 'host-state.json')
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return {i.get('name'): i for i in doc.get('instances', {}).values()}
+
+    def _low_names(self):
+        return ['low-%d' % i for i in range(1, LOW + 1)]
+
+    def _top(self):
+        _, text = self.sh(self.cloud.layout.tool('rdt-virt'), '--state-file',
+                          self.cloud.host_dir(self.CONTROLLED,
+                                              'host-state.json'),
+                          'top', '--once')
+        return text
+
+    def priority_boot(self):
+        for name, priority in PRIORITY_FLAVORS:
+            self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk',
+                    1, '--property', 'hw:rdt_priority=' + priority, name)
+        rc, text = self.os('--os-compute-api-version', '2.86', 'flavor',
+                           'set', '--property', 'hw:rdt_priority=urgent',
+                           'rdt.low', check=False)
+        self.expect(rc != 0 and '400' in text and
+                    'hw:rdt_priority' in text,
+                    'hw:rdt_priority=urgent is refused with HTTP 400 and '
+                    'the reason')
+        # The high server first, working; then the noisy low ones. Only
+        # the reference host has MBA: the classes need it.
+        self.os('server', 'create', '--flavor', 'rdt.high', '--image',
+                'rdt-work', '--nic', 'none', '--wait', 'high')
+        self.os('server', 'create', '--flavor', 'rdt.low', '--image',
+                'rdt-burn', '--nic', 'none', '--min', LOW, '--max', LOW,
+                'low')
+        hosts = {}
+        for name in ['high'] + self._low_names():
+            server = self.wait(name + ' ACTIVE', lambda n=name: self._state(
+                n, ('ACTIVE',)))
+            hosts[name] = server['OS-EXT-SRV-ATTR:host']
+        self.expect(set(hosts.values()) == {self.CONTROLLED},
+                    'high and the low servers are ACTIVE on %s, the host '
+                    'with MBA' % self.CONTROLLED)
+        self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
+                   '-c', 'Flavor', '-c', 'Host')
+        self.priority_started = time.monotonic()
+
+    def _levels(self):
+        state = self._controller_state()
+        return {n: (state.get(n) or {}).get('level')
+                for n in ['high'] + self._low_names()}
+
+    def priority_throttled(self):
+        def throttled():
+            levels = self._levels()
+            return levels if all(levels[n] is not None
+                                 for n in self._low_names()) else None
+        levels = self.wait('the controller to throttle the low servers',
+                           throttled, timeout=180, interval=3)
+        started = getattr(self, 'priority_started', None)
+        self.expect(levels['high'] is None,
+                    'the controller throttles %s (levels %s)%s and leaves '
+                    'high alone' % (
+                        ', '.join(self._low_names()),
+                        ', '.join('%s%%' % levels[n]
+                                  for n in self._low_names()),
+                        '' if started is None else ' %.0f s after they '
+                        'were created' % (time.monotonic() - started)))
+        top = self._top()
+        self.expect(all(n in top for n in self._low_names()) and
+                    'low' in top and 'high' in top,
+                    'rdt-virt top shows the classes and levels')
+        self.priority_exported(throttled=True)
+
+    def priority_released(self):
+        self.os('server', 'pause', 'high')
+        self.wait('high PAUSED', lambda: self._state('high', ('PAUSED',)))
+        paused = time.monotonic()
+
+        def released():
+            levels = self._levels()
+            return levels if all(levels[n] is None
+                                 for n in self._low_names()) else None
+        self.wait('the controller to release the low servers', released,
+                  timeout=240, interval=3)
+        self.expect(True, 'the controller released %s %.0f s after the '
+                    'pause' % (', '.join(self._low_names()),
+                               time.monotonic() - paused))
+        self._top()
+        self.priority_exported(throttled=False)
+        self.os('server', 'delete', '--wait', 'high', *self._low_names())
+
+    # The agent's protection series, labelled with the instance's UUID.
+    LEVEL = 'rdt_virt_instance_controller_level'
+    THROTTLED = 'rdt_virt_instance_controller_throttled'
+    CLASS = 'rdt_virt_instance_protection_class'
+
+    def priority_exported(self, throttled):
+        """The agent's Prometheus endpoint agrees with the state file."""
+        uuids = {self._show(n)['id']: n for n in self._low_names()}
+        found = self.scrape('agent_prom', self.CONTROLLED, 'instance_uuid',
+                            (self.LEVEL, self.THROTTLED), show=False)
+        for uuid, name in sorted(uuids.items(), key=lambda kv: kv[1]):
+            for metric in (self.THROTTLED, self.LEVEL):
+                if (metric, uuid) in found:
+                    self.out('%s{instance_uuid="%s"} %g   (%s)' % (
+                        metric, uuid, found[metric, uuid], name))
+        flags = [found.get((self.THROTTLED, u)) for u in uuids]
+        levels = [found.get((self.LEVEL, u)) for u in uuids]
+        if throttled:
+            self.expect(flags == [1.0] * len(uuids) and
+                        all(v is not None and v < 100 for v in levels),
+                        'the agent exports the low servers as throttled, '
+                        'with their levels')
+        else:
+            self.expect(flags == [0.0] * len(uuids) and
+                        levels == [None] * len(uuids),
+                        'the agent exports the low servers as released, '
+                        'without a level')

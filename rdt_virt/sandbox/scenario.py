@@ -128,7 +128,7 @@ class Scenario(object):
     """
 
     def __init__(self, directory, out=sys.stdout, settle=8.0, sample=3.0,
-                 samples=5, step=1.0, hold=3.0, converge=90.0,
+                 samples=5, step=1.0, hold=3.0, converge=180.0,
                  quiet=report.QUIET_SECONDS):
         self.dir = directory
         self.out = out
