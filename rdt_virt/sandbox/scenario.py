@@ -139,6 +139,7 @@ class Scenario(object):
         self.hold = hold
         self.converge = converge
         self.quiet = quiet
+        self.neighbour_wait = 120.0
         # Timeline points (see rdt_virt.sandbox.report), recorded while
         # self.recording names a phase.
         self.points = []
@@ -376,11 +377,16 @@ class Scenario(object):
 
     def measure(self, key, title, settle=None):
         names = [n for n in GUESTS if n in self.vcpus]
-        # Every guest's program, not only the protected one's: a throttled
-        # neighbour can take a while through SeaBIOS on a busy machine, and
-        # its work rate counts too.
+        self.wait_for_work(PROTECTED)
+        # The neighbours' programs too, for their own work rates; but a
+        # neighbour throttled from its start can take minutes through
+        # SeaBIOS on a busy machine: its work rate is then missing from
+        # the samples rather than the phase failing.
+        deadline = time.monotonic() + self.neighbour_wait
         for name in names:
-            self.wait_for_work(name)
+            while (self.meters[name].sample()[1] is None and
+                   time.monotonic() < deadline):
+                time.sleep(0.5)
         self.wait(self.settle if settle is None else settle)
         doc = self.wait_for_rates(names)
         samples = [self.sample() for _i in range(self.samples)]
