@@ -28,6 +28,7 @@ are); a restarted agent takes them back from the state file, and its
 domains start a new dwell, so a restart causes no burst of releases.
 """
 
+import dataclasses
 import time
 
 from oslo_log import log as logging
@@ -91,6 +92,7 @@ class Protection(object):
         self.reports = {}
         self.unit = None
         self._next = None
+        self._resumed_at = None
         self.last_cpu = 0.0
 
     @property
@@ -132,6 +134,8 @@ class Protection(object):
                 learned=learned if isinstance(learned, (int, float)) and (
                     learned > 0) else 0.0)
         self.state = ctl.State(levels, domains)
+        # Domains the document did not name start their dwell now too.
+        self._resumed_at = now
         if levels:
             LOG.info('Bandwidth controller resumes %d throttled instances '
                      'from the state file', len(levels))
@@ -154,6 +158,14 @@ class Protection(object):
 
     def _step(self, caps, instances, rates, closids_used, now):
         self._next = now + self.period
+        if self._resumed_at is not None:
+            domains = dict(self.state.domains)
+            for dom in set(caps.mb.domain_ids) | set(
+                    caps.monitor.domain_ids):
+                domains.setdefault(dom, ctl.Domain(
+                    last_change=self._resumed_at))
+            self.state = dataclasses.replace(self.state, domains=domains)
+            self._resumed_at = None
         members = []
         for uuid, inst in sorted(instances.items()):
             if inst.priority == ctl.NORMAL and not inst.monitor:

@@ -18,6 +18,13 @@ one JSON document under :data:`KEY` holding the capabilities, the free
 capacity, the host's strategy and the measured memory bandwidth, so the
 scheduler can run the same :func:`~rdt_virt.policy.fit.fit` and
 :meth:`~rdt_virt.policy.capacity.Capacity.check` as the compute host.
+
+It also counts the host's high and low instances (``hw:rdt_priority``) per
+memory bandwidth domain (:func:`count_classes`), for RDTWeigher. An
+instance counts on every domain its vCPUs may run on; the driver does not
+narrow an instance to the domains of its NUMA cells, so today every
+instance counts on every domain of the host. Stats without the counts
+(older drivers) read as no classed instance.
 """
 
 import dataclasses
@@ -25,6 +32,7 @@ import json
 import typing
 
 from rdt_virt.policy import capacity as capacity_mod
+from rdt_virt.policy import extra_specs as es
 from rdt_virt.resctrl import info
 
 KEY = 'rdt_virt'
@@ -42,6 +50,55 @@ class HostRDT:
     # Measured memory bandwidth of the host's instances in bytes/s (None
     # when no agent reports it).
     mbw: typing.Optional[float] = None
+    # {memory bandwidth domain id: (high instances, low instances)}.
+    classes: typing.Mapping[int, typing.Tuple[int, int]] = \
+        dataclasses.field(default_factory=dict)
+
+    @property
+    def most_high(self):
+        """High instances on the domain that has the most of them."""
+        return max((high for high, _low in self.classes.values()),
+                   default=0)
+
+    @property
+    def most_low(self):
+        """Low instances on the domain that has the most of them."""
+        return max((low for _high, low in self.classes.values()), default=0)
+
+
+def count_classes(priorities, domain_ids):
+    """High and low instances per memory bandwidth domain.
+
+    :param priorities: the ``hw:rdt_priority`` class of each instance of
+        the host.
+    :param domain_ids: the host's memory bandwidth domains.
+    :returns: ``{domain id: (high, low)}``, empty without classed instances
+        or without MBA.
+    """
+    high = low = 0
+    for priority in priorities:
+        if priority == es.PRIORITY_HIGH:
+            high += 1
+        elif priority == es.PRIORITY_LOW:
+            low += 1
+    if not high and not low:
+        return {}
+    return {dom: (high, low) for dom in domain_ids}
+
+
+def add_instance(classes, priority, domain_ids):
+    """``classes`` with one more instance of ``priority`` on ``domain_ids``.
+
+    The scheduler's estimate between two reports of a host.
+    """
+    if priority not in (es.PRIORITY_HIGH, es.PRIORITY_LOW):
+        return classes
+    out = dict(classes)
+    for dom in domain_ids:
+        high, low = out.get(dom, (0, 0))
+        out[dom] = ((high + 1, low) if priority == es.PRIORITY_HIGH
+                    else (high, low + 1))
+    return out
 
 
 def encode(host):
@@ -76,6 +133,7 @@ def encode(host):
                        for res, doms in cap.free_masks.items()},
         'shared': sorted(cap.shared_groups),
         'mbw': host.mbw,
+        'classes': {str(d): list(c) for d, c in host.classes.items()},
     }
     return {KEY: json.dumps(doc, separators=(',', ':'), sort_keys=True)}
 
@@ -129,6 +187,8 @@ def decode(stats):
                 closid_limit=int(doc.get('closid_limit') or 0),
                 io_alloc=bool(doc.get('io_alloc'))),
             capacity=cap, strategy=doc['strategy'],
-            monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'))
+            monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'),
+            classes={int(d): (int(c[0]), int(c[1]))
+                     for d, c in (doc.get('classes') or {}).items()})
     except (ValueError, KeyError, TypeError):
         return None

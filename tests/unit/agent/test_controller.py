@@ -431,6 +431,20 @@ class TestProtection(base.TestCase):
         self.assertEqual(ctl.Domain(last_change=1000.0),
                          self.prot.state.domains[1])
 
+    def test_resume_without_domains_still_dwells(self):
+        inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
+        self.prot.resume({'instances': {f.U1: {'priority': 'low',
+                                               'level': 30}}})
+        idle = {f.U1: sampler.Rates(1e6, total_by_domain={0: 1e6})}
+        release = self.prot.params.release_dwell
+        self.now[0] += release / 2
+        self.assertEqual((), self.prot.step(hosts.REFERENCE,
+                                            {f.U1: inst_low}, idle))
+        self.assertEqual({f.U1: 30}, dict(self.prot.levels))
+        self.now[0] += release
+        changes = self.prot.step(hosts.REFERENCE, {f.U1: inst_low}, idle)
+        self.assertEqual([(30, 40)], [(c.old, c.new) for c in changes])
+
     def test_resume_ignores_garbage(self):
         for doc in (None, {}, {'instances': {}, 'host': {'controller': 3}},
                     {'host': {'controller': {'domains': []}}}):

@@ -11,6 +11,7 @@
 # under the License.
 
 import dataclasses
+import json
 
 from rdt_virt import exception
 from rdt_virt.policy import capacity
@@ -156,6 +157,37 @@ class TestHostStats(base.TestCase):
                      back.caps.membw[name].min_bandwidth,
                      back.caps.membw[name].bandwidth_gran,
                      back.caps.membw[name].domain_ids))
+
+    def test_classes_round_trip(self):
+        cap = capacity.from_state(hosts.REFERENCE, {None: {}}, 0, PREFIX)
+        host = hoststats.HostRDT(hosts.REFERENCE, cap, 'shared', True,
+                                 classes={0: (2, 1), 1: (0, 3)})
+        back = hoststats.decode(hoststats.encode(host))
+        self.assertEqual({0: (2, 1), 1: (0, 3)}, back.classes)
+        self.assertEqual((2, 3), (back.most_high, back.most_low))
+
+    def test_stats_without_classes_have_none(self):
+        # Stats of a driver from before the classes.
+        cap = capacity.from_state(hosts.REFERENCE, {None: {}}, 0, PREFIX)
+        stats = hoststats.encode(hoststats.HostRDT(
+            hosts.REFERENCE, cap, 'shared', True))
+        doc = json.loads(stats[hoststats.KEY])
+        del doc['classes']
+        back = hoststats.decode({hoststats.KEY: json.dumps(doc)})
+        self.assertEqual({}, back.classes)
+        self.assertEqual(0, back.most_high)
+
+    def test_count_classes(self):
+        self.assertEqual({}, hoststats.count_classes(
+            ['normal', 'normal'], (0, 1)))
+        self.assertEqual({0: (2, 1), 1: (2, 1)}, hoststats.count_classes(
+            ['high', 'low', 'normal', 'high'], (0, 1)))
+        self.assertEqual({}, hoststats.count_classes(['high'], ()))
+        added = hoststats.add_instance({0: (1, 0)}, 'low', (0, 1))
+        self.assertEqual({0: (1, 1), 1: (0, 1)}, added)
+        self.assertEqual({0: (1, 0)},
+                         hoststats.add_instance({0: (1, 0)}, 'normal',
+                                                (0, 1)))
 
     def test_decoded_host_fits_like_the_original(self):
         cap = capacity.from_state(hosts.REFERENCE, state(0x003), 0, PREFIX)
