@@ -50,8 +50,12 @@ class TestReferenceScenario(base.TestCase):
         directory = tempfile.mkdtemp(prefix='rdt-scn-', dir='/tmp')
         self.addCleanup(shutil.rmtree, directory, True)
         out = io.StringIO()
+        # converge bounds each controller phase's wait for its effect: on
+        # a loaded machine the protected guest may never hold 90% of its
+        # alone rate, and the times are reported, not asserted. A release
+        # from the floor takes nine steps of three 2 s periods.
         run = scenario.Scenario(directory, out=out, settle=4.0, sample=2.0,
-                                samples=4)
+                                samples=4, converge=90.0)
         results = run.run()
         report = out.getvalue()
         self.addDetail('report', content.text_content(report))
