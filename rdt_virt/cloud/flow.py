@@ -537,7 +537,7 @@ class Flow(object):
             return levels if all(levels[n] is not None
                                  for n in self._low_names()) else None
         levels = self.wait('the controller to throttle the low servers',
-                           throttled, timeout=180, interval=3)
+                           throttled, timeout=240, interval=3)
         started = getattr(self, 'priority_started', None)
         self.expect(levels['high'] is None,
                     'the controller throttles %s (levels %s)%s and leaves '
@@ -562,8 +562,10 @@ class Flow(object):
             levels = self._levels()
             return levels if all(levels[n] is None
                                  for n in self._low_names()) else None
+        # The agent samples every 10 s here, the controller releases 10
+        # points per three periods: up to nine steps from the floor.
         self.wait('the controller to release the low servers', released,
-                  timeout=240, interval=3)
+                  timeout=420, interval=5)
         self.expect(True, 'the controller released %s %.0f s after the '
                     'pause' % (', '.join(self._low_names()),
                                time.monotonic() - paused))
