@@ -532,26 +532,27 @@ class Flow(object):
                 for n in ['high'] + self._low_names()}
 
     def priority_throttled(self):
+        # The heaviest first, as many as the excess needs: at least one.
         def throttled():
             levels = self._levels()
-            return levels if all(levels[n] is not None
+            return levels if any(levels[n] is not None
                                  for n in self._low_names()) else None
         levels = self.wait('the controller to throttle the low servers',
                            throttled, timeout=240, interval=3)
         started = getattr(self, 'priority_started', None)
+        held = [n for n in self._low_names() if levels[n] is not None]
         self.expect(levels['high'] is None,
-                    'the controller throttles %s (levels %s)%s and leaves '
-                    'high alone' % (
-                        ', '.join(self._low_names()),
-                        ', '.join('%s%%' % levels[n]
-                                  for n in self._low_names()),
-                        '' if started is None else ' %.0f s after they '
+                    'the controller throttles %s%s and leaves high alone' % (
+                        ', '.join('%s at %s%%' % (n, levels[n])
+                                  for n in held),
+                        '' if started is None else ', %.0f s after they '
                         'were created' % (time.monotonic() - started)))
         top = self._top()
         self.expect(all(n in top for n in self._low_names()) and
-                    'low' in top and 'high' in top,
-                    'rdt-virt top shows the classes and levels')
-        self.priority_exported(throttled=True)
+                    ' low ' in top and ' high ' in top and
+                    all('%s%%' % levels[n] in top for n in held),
+                    'rdt-virt top shows the classes and the levels')
+        self.priority_exported(held)
 
     def priority_released(self):
         self.os('server', 'pause', 'high')
@@ -570,7 +571,7 @@ class Flow(object):
                     'pause' % (', '.join(self._low_names()),
                                time.monotonic() - paused))
         self._top()
-        self.priority_exported(throttled=False)
+        self.priority_exported([])
         self.os('server', 'delete', '--wait', 'high', *self._low_names())
 
     # The agent's protection series, labelled with the instance's UUID.
@@ -578,8 +579,12 @@ class Flow(object):
     THROTTLED = 'rdt_virt_instance_controller_throttled'
     CLASS = 'rdt_virt_instance_protection_class'
 
-    def priority_exported(self, throttled):
-        """The agent's Prometheus endpoint agrees with the state file."""
+    def priority_exported(self, held):
+        """The agent's Prometheus endpoint agrees with the state file.
+
+        :param held: the low servers the state file had throttled (the
+            controller may have moved on since: the levels are read again).
+        """
         uuids = {self._show(n)['id']: n for n in self._low_names()}
         found = self.scrape('agent_prom', self.CONTROLLED, 'instance_uuid',
                             (self.LEVEL, self.THROTTLED), show=False)
@@ -588,15 +593,15 @@ class Flow(object):
                 if (metric, uuid) in found:
                     self.out('%s{instance_uuid="%s"} %g   (%s)' % (
                         metric, uuid, found[metric, uuid], name))
-        flags = [found.get((self.THROTTLED, u)) for u in uuids]
-        levels = [found.get((self.LEVEL, u)) for u in uuids]
-        if throttled:
-            self.expect(flags == [1.0] * len(uuids) and
-                        all(v is not None and v < 100 for v in levels),
-                        'the agent exports the low servers as throttled, '
-                        'with their levels')
+        flag = {n: found.get((self.THROTTLED, u)) for u, n in uuids.items()}
+        level = {n: found.get((self.LEVEL, u)) for u, n in uuids.items()}
+        if held:
+            self.expect(any(flag[n] == 1.0 and level[n] is not None and
+                            level[n] < 100 for n in held),
+                        'the agent exports the throttled servers with '
+                        'their levels')
         else:
-            self.expect(flags == [0.0] * len(uuids) and
-                        levels == [None] * len(uuids),
+            self.expect(all(flag[n] == 0.0 and level[n] is None
+                            for n in uuids.values()),
                         'the agent exports the low servers as released, '
                         'without a level')
