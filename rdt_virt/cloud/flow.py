@@ -543,14 +543,14 @@ class Flow(object):
         held = [n for n in self._low_names() if levels[n] is not None]
         self.expect(levels['high'] is None,
                     'the controller throttles %s%s and leaves high alone' % (
-                        ', '.join('%s at %s%%' % (n, levels[n])
+                        ', '.join('%s at %g%%' % (n, levels[n])
                                   for n in held),
                         '' if started is None else ', %.0f s after they '
                         'were created' % (time.monotonic() - started)))
         top = self._top()
         self.expect(all(n in top for n in self._low_names()) and
                     ' low ' in top and ' high ' in top and
-                    all('%s%%' % levels[n] in top for n in held),
+                    all('%d%%' % levels[n] in top for n in held),
                     'rdt-virt top shows the classes and the levels')
         self.priority_exported(held)
 
