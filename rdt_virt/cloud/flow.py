@@ -477,14 +477,18 @@ class Flow(object):
     CONTROLLED = 'compute1'     # the host with MBA
 
     def _controller_state(self):
-        """{server name: state file entry} of the controlled host."""
+        """{instance UUID: state file entry} of the controlled host.
+
+        The state file names an instance by its UUID (its ``name`` is the
+        libvirt domain's, ``instance-0000000N``).
+        """
         path = self.cloud.host_dir(self.CONTROLLED, 'host-state.json')
         try:
             with open(path) as f:
                 doc = json.load(f)
         except (OSError, ValueError):
             return {}
-        return {i.get('name'): i for i in doc.get('instances', {}).values()}
+        return doc.get('instances') or {}
 
     def _low_names(self):
         return ['low-%d' % i for i in range(1, LOW + 1)]
@@ -525,16 +529,27 @@ class Flow(object):
         self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
                    '-c', 'Flavor', '-c', 'Host')
         self.priority_started = time.monotonic()
+        self.priority_uuids = None
 
     def _levels(self):
+        """{server name: its controller level}.
+
+        :raises KeyError: while the agent's state file lacks a server.
+        """
+        if not getattr(self, 'priority_uuids', None):
+            self.priority_uuids = {n: self._show(n)['id']
+                                   for n in ['high'] + self._low_names()}
         state = self._controller_state()
-        return {n: (state.get(n) or {}).get('level')
-                for n in ['high'] + self._low_names()}
+        return {n: state[u].get('level')
+                for n, u in self.priority_uuids.items()}
 
     def priority_throttled(self):
         # The heaviest first, as many as the excess needs: at least one.
         def throttled():
-            levels = self._levels()
+            try:
+                levels = self._levels()
+            except KeyError:
+                return None
             return levels if any(levels[n] is not None
                                  for n in self._low_names()) else None
         levels = self.wait('the controller to throttle the low servers',
@@ -560,7 +575,10 @@ class Flow(object):
         paused = time.monotonic()
 
         def released():
-            levels = self._levels()
+            try:
+                levels = self._levels()
+            except KeyError:
+                return None
             return levels if all(levels[n] is None
                                  for n in self._low_names()) else None
         # The agent samples every 10 s here, the controller releases 10
