@@ -30,6 +30,11 @@ from rdt_virt.cloud import services
 from rdt_virt.sandbox import guest
 
 NOISY = 7
+#: Low-priority noisy servers beside the high one (phase "controller").
+LOW = 3
+#: Priority flavors: no static cap, no CLOSID of their own (a low server's
+#: bandwidth is the agent's shared groups', a high one has no group).
+PRIORITY_FLAVORS = (('rdt.high', 'high'), ('rdt.low', 'low'))
 
 
 class FlowError(Exception):
@@ -105,6 +110,12 @@ class Flow(object):
         self.step('Telemetry in Prometheus', self.prometheus)
         self.step('Resize, rebuild, live migration', self.lifecycle)
         self.step('Delete all: back to zero', self.delete_all)
+        self.step('Priority classes: a high server and %d low ones' % LOW,
+                  self.priority_boot)
+        self.step('The controller throttles the low servers',
+                  self.priority_throttled)
+        self.step('Pause the high server: the controller releases',
+                  self.priority_released)
 
     def step(self, title, fn):
         self.out('\n== %s ==' % title)
@@ -460,3 +471,160 @@ class Flow(object):
             left = [d for d in os.listdir(root)
                     if d.startswith(('qemu-', 'rdtvirt-'))]
             self.expect(not left, 'no instance group left on %s' % host)
+
+    # Priority classes and the controller ---------------------------------
+
+    CONTROLLED = 'compute1'     # the host with MBA
+
+    def _controller_state(self):
+        """{instance UUID: state file entry} of the controlled host.
+
+        The state file names an instance by its UUID (its ``name`` is the
+        libvirt domain's, ``instance-0000000N``).
+        """
+        path = self.cloud.host_dir(self.CONTROLLED, 'host-state.json')
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return doc.get('instances') or {}
+
+    def _low_names(self):
+        return ['low-%d' % i for i in range(1, LOW + 1)]
+
+    def _top(self):
+        _, text = self.sh(self.cloud.layout.tool('rdt-virt'), '--state-file',
+                          self.cloud.host_dir(self.CONTROLLED,
+                                              'host-state.json'),
+                          'top', '--once')
+        return text
+
+    def priority_boot(self):
+        for name, priority in PRIORITY_FLAVORS:
+            self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk',
+                    1, '--property', 'hw:rdt_priority=' + priority, name)
+        rc, text = self.os('--os-compute-api-version', '2.86', 'flavor',
+                           'set', '--property', 'hw:rdt_priority=urgent',
+                           'rdt.low', check=False)
+        self.expect(rc != 0 and '400' in text and
+                    'hw:rdt_priority' in text,
+                    'hw:rdt_priority=urgent is refused with HTTP 400 and '
+                    'the reason')
+        # The high server first, working; then the noisy low ones. Only
+        # the reference host has MBA: the classes need it.
+        self.os('server', 'create', '--flavor', 'rdt.high', '--image',
+                'rdt-work', '--nic', 'none', '--wait', 'high')
+        self.os('server', 'create', '--flavor', 'rdt.low', '--image',
+                'rdt-burn', '--nic', 'none', '--min', LOW, '--max', LOW,
+                'low')
+        hosts = {}
+        for name in ['high'] + self._low_names():
+            server = self.wait(name + ' ACTIVE', lambda n=name: self._state(
+                n, ('ACTIVE',)))
+            hosts[name] = server['OS-EXT-SRV-ATTR:host']
+        self.expect(set(hosts.values()) == {self.CONTROLLED},
+                    'high and the low servers are ACTIVE on %s, the host '
+                    'with MBA' % self.CONTROLLED)
+        self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
+                   '-c', 'Flavor', '-c', 'Host')
+        self.priority_started = time.monotonic()
+        self.priority_uuids = None
+
+    def _levels(self):
+        """{server name: its controller level}.
+
+        :raises KeyError: while the agent's state file lacks a server.
+        """
+        if not getattr(self, 'priority_uuids', None):
+            self.priority_uuids = {n: self._show(n)['id']
+                                   for n in ['high'] + self._low_names()}
+        state = self._controller_state()
+        return {n: state[u].get('level')
+                for n, u in self.priority_uuids.items()}
+
+    def priority_throttled(self):
+        # The heaviest first, as many as the excess needs: at least one.
+        def throttled():
+            try:
+                levels = self._levels()
+            except KeyError:
+                return None
+            return levels if any(levels[n] is not None
+                                 for n in self._low_names()) else None
+        levels = self.wait('the controller to throttle the low servers',
+                           throttled, timeout=240, interval=3)
+        started = getattr(self, 'priority_started', None)
+        held = [n for n in self._low_names() if levels[n] is not None]
+        self.expect(levels['high'] is None,
+                    'the controller throttles %s%s and leaves high alone' % (
+                        ', '.join('%s at %g%%' % (n, levels[n])
+                                  for n in held),
+                        '' if started is None else ', %.0f s after they '
+                        'were created' % (time.monotonic() - started)))
+        # top names an instance by its domain and the UUID's first 8
+        # characters; the level may have moved a step since.
+        rows = {n: [line.split() for line in self._top().splitlines()
+                    if ' %s ' % u[:8] in line]
+                for n, u in self.priority_uuids.items()}
+        self.expect(all(len(r) == 1 for r in rows.values()) and
+                    'high' in rows['high'][0] and
+                    all('low' in rows[n][0] for n in self._low_names()) and
+                    any(c.endswith('%') for n in held for c in rows[n][0]),
+                    'rdt-virt top shows the classes and the levels')
+        self.priority_exported(held)
+
+    def priority_released(self):
+        self.os('server', 'pause', 'high')
+        self.wait('high PAUSED', lambda: self._state('high', ('PAUSED',)))
+        paused = time.monotonic()
+
+        def released():
+            try:
+                levels = self._levels()
+            except KeyError:
+                return None
+            return levels if all(levels[n] is None
+                                 for n in self._low_names()) else None
+        # The agent samples every 10 s here, the controller releases 10
+        # points per three periods: up to nine steps from the floor.
+        self.wait('the controller to release the low servers', released,
+                  timeout=420, interval=5)
+        self.expect(True, 'the controller released %s %.0f s after the '
+                    'pause' % (', '.join(self._low_names()),
+                               time.monotonic() - paused))
+        self._top()
+        self.priority_exported([])
+        self.os('server', 'delete', '--wait', 'high', *self._low_names())
+
+    # The agent's protection series, labelled with the instance's UUID.
+    LEVEL = 'rdt_virt_instance_controller_level'
+    THROTTLED = 'rdt_virt_instance_controller_throttled'
+    CLASS = 'rdt_virt_instance_protection_class'
+
+    def priority_exported(self, held):
+        """The agent's Prometheus endpoint agrees with the state file.
+
+        :param held: the low servers the state file had throttled (the
+            controller may have moved on since: the levels are read again).
+        """
+        uuids = {self._show(n)['id']: n for n in self._low_names()}
+        found = self.scrape('agent_prom', self.CONTROLLED, 'instance_uuid',
+                            (self.LEVEL, self.THROTTLED), show=False)
+        for uuid, name in sorted(uuids.items(), key=lambda kv: kv[1]):
+            for metric in (self.THROTTLED, self.LEVEL):
+                if (metric, uuid) in found:
+                    self.out('%s{instance_uuid="%s"} %g   (%s)' % (
+                        metric, uuid, found[metric, uuid], name))
+        flag = {n: found.get((self.THROTTLED, u)) for u, n in uuids.items()}
+        level = {n: found.get((self.LEVEL, u)) for u, n in uuids.items()}
+        if held:
+            self.expect(any(flag[n] == 1.0 and level[n] is not None and
+                            level[n] < 100 for n in held),
+                        'the agent exports the throttled servers with '
+                        'their levels')
+        else:
+            self.expect(all(flag[n] == 0.0 and level[n] is None
+                            for n in uuids.values()),
+                        'the agent exports the low servers as released, '
+                        'without a level')

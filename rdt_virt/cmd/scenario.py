@@ -18,10 +18,14 @@
 
 Starts a sandbox with the emulated reference host, runs rdt-virt-agent
 against it and measures a protected guest's work rate alone, with seven
-noisy neighbours, and with the neighbours at ``hw:mem_bw=10`` under each
-bandwidth strategy (see :mod:`rdt_virt.sandbox.scenario`). The results
-(``results.json``, the chart ``scenario.png``, the guests' serial output and
-the agent's log) stay in DIR, by default a new directory under /tmp; the
+noisy neighbours, with the neighbours at ``hw:mem_bw=10`` under each
+bandwidth strategy, and with the neighbours at ``hw:rdt_priority=low`` and
+the protected guest at ``high`` while the agent's controller protects it,
+releases the neighbours when it is suspended and protects it again when it
+resumes (see :mod:`rdt_virt.sandbox.scenario`). The results
+(``results.json``, the controller phases' ``timeline.json``, the chart
+``scenario.png``, the guests' serial output and the agent's log) stay in
+DIR, by default a new directory under /tmp; the
 sandbox's own files are removed. Needs root, /dev/kvm, /dev/fuse, libvirt
 and QEMU.
 """

@@ -25,7 +25,13 @@ by its own account) stands in for the experiment's Redis GET/s. The phases:
    strategy: libvirt gives each its own group (``<memorytune>``), which takes
    all 7 MBA CLOSIDs left on this host;
 4. the same with the shared strategy: rdt-virt-agent puts all seven into one
-   group, ``rdtvirt-mb10``: one CLOSID.
+   group, ``rdtvirt-mb10``: one CLOSID;
+5. the neighbours at ``hw:rdt_priority=low`` without a static cap and the
+   protected guest at ``high``: rdt-virt-agent's controller throttles the
+   neighbours while the protected guest is active;
+6. the protected guest suspended through libvirt: the controller releases
+   the neighbours;
+7. the protected guest resumed: the controller protects it again.
 
 In each phase, once the guests have settled, it takes repeated samples of
 the protected guest's work rate, of every guest's memory bandwidth (the
@@ -33,7 +39,11 @@ emulated MBM counters of the group rdt-virt-agent monitors it with), and of
 every guest's real CPU time, and prints
 them as mean and standard deviation over the samples, in the experiment's
 form (work rate and its share of the alone phase), with a chart when
-matplotlib is installed (``rdt-virt[plot]``).
+matplotlib is installed (``rdt-virt[plot]``). In phases 5-7 it also records
+a timeline, about a point a second, of every guest's work count and of the
+controller's level of every guest (from the agent's state file), and
+measures from each phase's event how long the controller took
+(:mod:`rdt_virt.sandbox.report` has the definitions).
 
 The memory bandwidth is emulated: the emulator charges each CPU-second of a
 guest as memory traffic, and its MBA throttles slow the throttled vCPUs down
@@ -44,7 +54,6 @@ does and does not show.
 """
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -58,22 +67,19 @@ from rdt_virt.libvirt import capabilities
 from rdt_virt.libvirt import elements
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit
+from rdt_virt.sandbox import chart
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
+from rdt_virt.sandbox import report
 
 NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
-NOISY = ['noisy-%d' % i for i in range(1, 8)]
-PROTECTED = 'protected'
-GUESTS = [PROTECTED] + NOISY
-NOISY_SPECS = {'hw:mem_bw': '10'}
-#: Phase keys and titles, in order.
-PHASES = [
-    ('alone', 'protected guest alone'),
-    ('none', 'with 7 noisy neighbours, no policy'),
-    ('per-instance', 'neighbours at hw:mem_bw=10, per-instance strategy'),
-    ('shared', 'neighbours at hw:mem_bw=10, shared strategy'),
-]
-MIB = 1024.0 * 1024
+# The guests, phases and figures: see rdt_virt.sandbox.report.
+NOISY = report.NOISY
+PROTECTED = report.PROTECTED
+GUESTS = report.GUESTS
+NOISY_SPECS = report.NOISY_SPECS
+PHASES = report.PHASES
+MIB = report.MIB
 
 AGENT_CONF = """[DEFAULT]
 debug = false
@@ -106,100 +112,39 @@ def nova_metadata(name, flavor, specs):
             '</nova:instance>' % (NOVA_NS, name, flavor, extra))
 
 
-def stats(values):
-    """``(mean, standard deviation)`` of samples; None for none."""
-    values = [v for v in values if v is not None]
-    if not values:
-        return None
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, 0.0
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return mean, math.sqrt(var)
-
-
-def summarize(samples):
-    """Means and spreads of a phase's samples (see :meth:`Scenario.sample`).
-
-    :returns: ``{'work': (mean, sd), 'share': (mean, sd) or None,
-        'guests': {name: {'mbm': (mean, sd), 'cpu': (mean, sd)}}}``; shares
-        of the alone phase are filled in by :func:`add_shares`.
-    """
-    guests = {}
-    for name in GUESTS:
-        mbm = stats([s['mbm'].get(name) for s in samples])
-        cpu = stats([s['cpu'].get(name) for s in samples])
-        if mbm or cpu:
-            guests[name] = {'mbm': mbm, 'cpu': cpu}
-    return {'work': stats([s['work'] for s in samples]),
-            'work_samples': [s['work'] for s in samples],
-            'mbm_samples': sum(1 for s in samples if s['mbm']),
-            'guests': guests}
-
-
-def add_shares(results):
-    """Each phase's work rate as a share of the alone phase's mean."""
-    alone = results.get('alone', {}).get('work')
-    for phase in results.values():
-        if alone and alone[0]:
-            phase['share'] = stats([w / alone[0] for w in
-                                    phase['work_samples'] if w is not None])
-        else:
-            phase['share'] = None
-    return results
-
-
-def _pm(value, scale=1.0, fmt='%.1f'):
-    if not value:
-        return '-'
-    return (fmt + ' ± ' + fmt) % (value[0] * scale, value[1] * scale)
-
-
-def experiment_table(results):
-    """The experiment's table: work rate and share of the alone phase."""
-    rows = []
-    for i, (key, title) in enumerate(PHASES, 1):
-        phase = results.get(key)
-        if not phase:
-            continue
-        rows.append(['%d. %s' % (i, title),
-                     _pm(phase['work'], 1 / MIB),
-                     _pm(phase['share'], 100.0, '%.0f') + '%'
-                     if phase['share'] else '-'])
-    return _table(['PHASE', 'WORK RATE [MiB/s]', 'SHARE OF ALONE'], rows)
-
-
-def guest_table(results, key, scale, fmt):
-    """Every guest's mean ± sd of ``key`` (mbm, cpu) in every phase."""
-    rows = []
-    for name in GUESTS:
-        row = [name, '-' if name == PROTECTED else
-               NOISY_SPECS['hw:mem_bw'] + '% in 3-4']
-        for phase_key, _title in PHASES:
-            value = results.get(phase_key, {}).get('guests', {}).get(
-                name, {}).get(key)
-            row.append(_pm(value, scale, fmt))
-        rows.append(row)
-    return _table(['GUEST', 'MB THROTTLE'] +
-                  ['%d. %s' % (i, k) for i, (k, _t) in enumerate(PHASES, 1)],
-                  rows)
-
-
 class Scenario(object):
     """Runs the phases; ``out`` gets the report.
 
     :param settle: seconds between a phase's last boot and its first sample.
     :param sample: seconds per sample (also the agent's sample interval).
     :param samples: samples per phase.
+    :param step: seconds between timeline points in the controller's phases.
+    :param hold: seconds over which the protected guest must hold a work
+        rate to count as having reached it.
+    :param converge: the most seconds to wait for the controller's effect
+        (protection, release) before a controller phase's steady part.
+    :param quiet: seconds of a controller phase's steady part before its
+        first sample; level changes are counted over this long at its end.
     """
 
     def __init__(self, directory, out=sys.stdout, settle=8.0, sample=3.0,
-                 samples=5):
+                 samples=5, step=1.0, hold=3.0, converge=180.0,
+                 quiet=report.QUIET_SECONDS):
         self.dir = directory
         self.out = out
         self.settle = settle
         self.sample_time = sample
         self.samples = samples
+        self.step = step
+        self.hold = hold
+        self.converge = converge
+        self.quiet = quiet
+        self.neighbour_wait = 120.0
+        # Timeline points (see rdt_virt.sandbox.report), recorded while
+        # self.recording names a phase.
+        self.points = []
+        self.recording = None
+        self.t_start = time.monotonic()
         self.sandbox = launcher.Sandbox(
             os.path.join(directory, 'sandbox'), 'reference',
             cache_dir='/var/cache/rdt-virt/sandbox-libvirt')
@@ -361,31 +306,96 @@ class Scenario(object):
         the window (the agent's own rates cover its own intervals, which a
         loaded machine stretches).
 
-        :returns: ``{'work': bytes/s of the protected guest, 'cpu': {name:
-            share of one CPU}, 'mbm': {name: bytes/s}}``
+        :returns: ``{'work': bytes/s of the protected guest, 'works':
+            {name: bytes/s}, 'cpu': {name: share of one CPU}, 'mbm': {name:
+            bytes/s}}``
         """
         dirs = self._counter_dirs()
-        w0, c0, b0, t0 = (self.meters[PROTECTED].sample(),
-                          self._cpu_seconds(), self._mbm_bytes(dirs),
-                          time.monotonic())
-        time.sleep(self.sample_time)
-        w1, c1, b1, t1 = (self.meters[PROTECTED].sample(),
-                          self._cpu_seconds(), self._mbm_bytes(dirs),
-                          time.monotonic())
+        w0, c0, b0, t0 = (self._work_counts(), self._cpu_seconds(),
+                          self._mbm_bytes(dirs), time.monotonic())
+        self.wait(self.sample_time)
+        w1, c1, b1, t1 = (self._work_counts(), self._cpu_seconds(),
+                          self._mbm_bytes(dirs), time.monotonic())
         dt = t1 - t0
-        return {'work': guest.work_rate(w0, w1),
+        works = {n: guest.work_rate(w0[n], w1[n]) for n in w1 if n in w0}
+        return {'work': works.get(PROTECTED),
+                'works': works,
                 'cpu': {n: (c1[n] - c0.get(n, 0.0)) / dt for n in c1},
                 # A counter that went back was reset: no sample.
                 'mbm': {n: (b1[n] - b0[n]) / dt for n in b1
                         if n in b0 and b1[n] >= b0[n]}}
 
-    def measure(self, key, title):
+    def _work_counts(self):
+        return {n: m.sample() for n, m in self.meters.items()}
+
+    # The timeline ------------------------------------------------------
+
+    def _levels(self):
+        """Each guest's controller level from the agent's state file."""
+        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
+        return {i['name']: i.get('level')
+                for i in doc.get('instances', {}).values()
+                if i.get('name') in self.meters}
+
+    def point(self):
+        """Record one timeline point (see :mod:`report`)."""
+        point = {'t': time.monotonic() - self.t_start,
+                 'phase': self.recording,
+                 'units': {n: m.sample()[1] for n, m in self.meters.items()},
+                 'levels': self._levels()}
+        self.points.append(point)
+        return point
+
+    def now(self):
+        return time.monotonic() - self.t_start
+
+    def wait(self, seconds):
+        """Sleep; in a recorded phase, record a point every step."""
+        if self.recording is None:
+            time.sleep(seconds)
+            return
+        end = time.monotonic() + seconds
+        while True:
+            self.point()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(self.step, left))
+
+    def watch(self, done, timeout):
+        """Record points until ``done(points)`` or *timeout* seconds.
+
+        :returns: whether *done* came true.
+        """
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.point()
+            if done(self.points):
+                return True
+            time.sleep(self.step)
+        return False
+
+    def measure(self, key, title, settle=None):
         names = [n for n in GUESTS if n in self.vcpus]
         self.wait_for_work(PROTECTED)
-        time.sleep(self.settle)
+        # The neighbours' programs too, for their own work rates; but a
+        # neighbour throttled from its start can take minutes through
+        # SeaBIOS on a busy machine: its work rate is then missing from
+        # the samples rather than the phase failing.
+        deadline = time.monotonic() + self.neighbour_wait
+        for name in names:
+            while (self.meters[name].sample()[1] is None and
+                   time.monotonic() < deadline):
+                time.sleep(0.5)
+        self.wait(self.settle if settle is None else settle)
         doc = self.wait_for_rates(names)
         samples = [self.sample() for _i in range(self.samples)]
-        self.results[key] = summarize(samples)
+        self.results[key] = report.summarize(samples)
+        if key in report.CONTROLLER_PHASES:
+            self.point()
+            end = self.now()
+            self.results[key]['level_changes'] = report.level_changes(
+                self.points, end - report.QUIET_SECONDS, end)
         self.say('== Phase %d: %s ==' % (
             [k for k, _t in PHASES].index(key) + 1, title))
         self.say()
@@ -396,7 +406,7 @@ class Scenario(object):
         self.say(_indent(cli.top_table(doc)))
         work = self.results[key]['work']
         self.say('protected guest work rate: %s MiB/s over %d samples of '
-                 '%.0fs' % (_pm(work, 1 / MIB), self.samples,
+                 '%.0fs' % (report._pm(work, 1 / MIB), self.samples,
                             self.sample_time))
         self.say()
 
@@ -439,11 +449,75 @@ class Scenario(object):
                 self.boot(name, NOISY_SPECS)
             self.measure(*PHASES[3])
             self.groups['shared'] = self.control_groups()
+            self.run_controller()
         finally:
+            self.recording = None
             self.stop()
-        add_shares(self.results)
+        report.add_shares(self.results)
         self.summary()
         return self.results
+
+    def run_controller(self):
+        """Phases 5-7: the controller protects, releases, protects again.
+
+        The same agent (shared strategy) goes on; the neighbours come back
+        as ``low`` instances without a static cap, the protected guest as
+        a ``high`` one. Each phase records a timeline and measures from its
+        event: the neighbours started, the protected guest suspended, the
+        protected guest resumed.
+        """
+        alone = self.results['alone']['work'][0]
+        target = report.TARGET_SHARE * alone
+        noisy = list(NOISY)
+
+        def protected(since):
+            return lambda points: report.time_to_rate(
+                points, PROTECTED, since, target, self.hold) is not None
+
+        self.destroy(noisy + [PROTECTED])
+        self.recording = 'controller'
+        self.boot(PROTECTED, report.HIGH_SPECS)
+        self.wait_for_work(PROTECTED)
+        self.wait_for_rates([PROTECTED])
+        self.wait(self.settle)
+        first = self.now()
+        for name in noisy:
+            self.boot(name, report.LOW_SPECS)
+            self.point()        # starts take long on a busy machine
+        since = self.now()
+        self.say('(phase 5: seven low neighbours started in %.1f s; times '
+                 'count from the last start)' % (since - first))
+        self.watch(protected(since), self.converge)
+        self.groups['controller'] = self.control_groups()
+        self.measure(*PHASES[4], settle=self.quiet)
+        phase = self.results['controller']
+        phase['time_to_target'] = report.time_to_rate(
+            self.points, PROTECTED, since, target, self.hold)
+        phase['throttled'] = sum(
+            1 for n in noisy if self.points[-1]['levels'].get(n) is not None)
+
+        self.recording = 'idle'
+        dom = self.conn.lookupByName(PROTECTED)
+        since = self.now()
+        dom.suspend()
+        self.watch(lambda points: report.time_until(
+            points, since, noisy, throttled=False) is not None,
+            self.converge)
+        self.measure(*PHASES[5], settle=self.quiet)
+        self.results['idle']['time_to_release'] = report.time_until(
+            self.points, since, noisy, throttled=False)
+
+        self.recording = 'resumed'
+        since = self.now()
+        dom.resume()
+        self.watch(protected(since), self.converge)
+        self.measure(*PHASES[6], settle=self.quiet)
+        phase = self.results['resumed']
+        phase['time_to_target'] = report.time_to_rate(
+            self.points, PROTECTED, since, target, self.hold)
+        phase['time_to_throttle'] = report.time_to_first_throttle(
+            self.points, since, noisy)
+        self.recording = None
 
     def control_groups(self):
         rows = json.loads(self.cli('groups', '--json'))
@@ -455,11 +529,11 @@ class Scenario(object):
         self.say('== The experiment: protected guest\'s work rate '
                  '(mean ± sd over %d samples) ==' % self.samples)
         self.say()
-        self.say(_indent(experiment_table(results)))
+        self.say(_indent(report.experiment_table(results)))
         self.say('== Memory bandwidth per guest (MB/s, emulated MBM of the '
                  'group rdt-virt-agent monitors it with) ==')
         self.say()
-        self.say(_indent(guest_table(results, 'mbm', 1e-6, '%.1f')))
+        self.say(_indent(report.guest_table(results, 'mbm', 1e-6, '%.1f')))
         self.say('  bandwidth samples per phase: %s' %
                  ', '.join('%d. %s' % (i, results[k].get('mbm_samples', '-'))
                            for i, (k, _t) in enumerate(PHASES, 1)
@@ -467,21 +541,38 @@ class Scenario(object):
         self.say()
         self.say('== Real CPU time of each guest\'s vCPU (% of one CPU) ==')
         self.say()
-        self.say(_indent(guest_table(results, 'cpu', 100.0, '%.1f')))
+        self.say(_indent(report.guest_table(results, 'cpu', 100.0, '%.1f')))
+        self.say('== Each guest\'s own work rate (MiB/s) ==')
+        self.say()
+        self.say(_indent(report.guest_table(results, 'work', 1 / MIB,
+                                            '%.1f')))
+        if any(k in results for k in report.CONTROLLER_PHASES):
+            self.say('== The controller (phases 5-7), against its targets '
+                     '==')
+            self.say()
+            self.say(_indent(report.controller_table(results)))
         self.say('CLOSIDs taken by the noisy guests, per-instance strategy: '
                  '%d (%s)' % (len(self.groups['per-instance']),
                               ', '.join(self.groups['per-instance'])))
         self.say('CLOSIDs taken by the noisy guests, shared strategy:       '
                  '%d (%s)' % (len(self.groups['shared']),
                               ', '.join(self.groups['shared'])))
+        if 'controller' in self.groups:
+            self.say('Control groups while the controller protects:        '
+                     '%d (%s)' % (len(self.groups['controller']),
+                                  ', '.join(self.groups['controller'])))
         path = os.path.join(self.dir, 'results.json')
         with open(path, 'w') as f:
             json.dump(results, f, indent=1, sort_keys=True)
         self.say('Results: %s' % path)
-        from rdt_virt.sandbox import chart
+        if self.points:
+            path = os.path.join(self.dir, 'timeline.json')
+            with open(path, 'w') as f:
+                json.dump(self.points, f)
+            self.say('Timeline: %s' % path)
         try:
-            self.chart = chart.write(results, os.path.join(self.dir,
-                                                           'scenario.png'))
+            self.chart = chart.write(report.chart_data(results, self.points),
+                                     os.path.join(self.dir, 'scenario.png'))
             self.say('Chart:   %s' % self.chart)
         except chart.Unavailable as e:
             self.say('Chart:   not written (%s)' % e)
@@ -495,13 +586,6 @@ def _effect(status):
             status.get('reason'))
     return 'CPU quota and weight per throttled thread (%s at %s)' % (
         status['backend'], status['mount'])
-
-
-def _table(headers, rows):
-    widths = [max(len(str(r[i])) for r in [headers] + rows)
-              for i in range(len(headers))]
-    return '\n'.join('  '.join(str(c).ljust(w) for c, w in zip(r, widths))
-                     .rstrip() for r in [headers] + rows) + '\n'
 
 
 def _indent(text):

@@ -21,7 +21,9 @@ server no host can serve, the protected server's work growing in its
 console log, Placement's CLOSID usages, one resctrl group
 with its vCPU thread per server, Gnocchi's measures of the three meters,
 the same meters on Ceilometer's and the agent's Prometheus exporters, and
-usages, groups and exported series back to zero after the deletion. Needs root,
+usages, groups and exported series back to zero after the deletion; then
+a high-priority server and low-priority ones, which the agent's controller
+throttles and releases once the high one is paused. Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
 (``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); run with
 ``tox -e cloud``.
@@ -119,3 +121,12 @@ class TestCloud(testtools.TestCase):
 
     def test_7_delete_all(self):
         self.run_step(self.flow.delete_all)
+
+    def test_8a_priority_classes_boot(self):
+        self.run_step(self.flow.priority_boot)
+
+    def test_8b_controller_throttles_the_low_servers(self):
+        self.run_step(self.flow.priority_throttled)
+
+    def test_8c_pause_releases_the_low_servers(self):
+        self.run_step(self.flow.priority_released)

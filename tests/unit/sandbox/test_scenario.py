@@ -19,6 +19,8 @@ import fixtures
 
 from rdt_virt.agent import state
 from rdt_virt.sandbox import chart
+from rdt_virt.sandbox import guest
+from rdt_virt.sandbox import report
 from rdt_virt.sandbox import scenario
 from tests import base
 
@@ -33,23 +35,23 @@ def samples(work, cpu, mbm):
 class StatsTest(base.TestCase):
 
     def test_stats(self):
-        self.assertIsNone(scenario.stats([]))
-        self.assertIsNone(scenario.stats([None]))
-        self.assertEqual((2.0, 0.0), scenario.stats([2.0]))
-        mean, sd = scenario.stats([1.0, 2.0, 3.0, None])
+        self.assertIsNone(report.stats([]))
+        self.assertIsNone(report.stats([None]))
+        self.assertEqual((2.0, 0.0), report.stats([2.0]))
+        mean, sd = report.stats([1.0, 2.0, 3.0, None])
         self.assertEqual(2.0, mean)
         self.assertAlmostEqual(1.0, sd)
 
     def results(self):
-        noisy = {n: 0.125 for n in scenario.NOISY}
+        noisy = {n: 0.125 for n in report.NOISY}
         results = {
-            'alone': scenario.summarize(samples(
+            'alone': report.summarize(samples(
                 [19, 20, 21], {'protected': 0.9}, {'protected': 2e9})),
-            'none': scenario.summarize(samples(
+            'none': report.summarize(samples(
                 [5, 5, 5], dict(noisy, protected=0.25),
-                dict({n: 4e8 for n in scenario.NOISY}, protected=5e8))),
+                dict({n: 4e8 for n in report.NOISY}, protected=5e8))),
         }
-        return scenario.add_shares(results)
+        return report.add_shares(results)
 
     def test_shares_of_the_alone_phase(self):
         results = self.results()
@@ -62,17 +64,16 @@ class StatsTest(base.TestCase):
         self.assertNotIn('noisy-3', results['alone']['guests'])
         self.assertEqual(3, results['alone']['mbm_samples'])
         # A sample without fresh agent rates counts for the rest only.
-        phase = scenario.summarize(samples([4, 6], {'protected': 0.5},
-                                           {}) +
-                                   samples([5], {'protected': 0.5},
-                                           {'protected': 1e9}))
+        phase = report.summarize(
+            samples([4, 6], {'protected': 0.5}, {}) +
+            samples([5], {'protected': 0.5}, {'protected': 1e9}))
         self.assertEqual(1, phase['mbm_samples'])
         self.assertEqual((1e9, 0.0), phase['guests']['protected']['mbm'])
         self.assertEqual((5 * MIB, MIB), phase['work'])
 
     def test_tables(self):
         results = self.results()
-        table = scenario.experiment_table(results)
+        table = report.experiment_table(results)
         lines = table.splitlines()
         self.assertEqual(['PHASE', 'WORK', 'RATE', '[MiB/s]', 'SHARE', 'OF',
                           'ALONE'], lines[0].split())
@@ -82,10 +83,26 @@ class StatsTest(base.TestCase):
         self.assertIn('5.0 ± 0.0', lines[2])
         self.assertIn('25 ± 0%', lines[2])
         self.assertEqual(3, len(lines))
-        mbm = scenario.guest_table(results, 'mbm', 1e-6, '%.1f')
+        mbm = report.guest_table(results, 'mbm', 1e-6, '%.1f')
         row = [r for r in mbm.splitlines() if r.startswith('noisy-7')][0]
-        self.assertEqual(['noisy-7', '10%', 'in', '3-4', '-', '400.0', '±',
-                          '0.0', '-', '-'], row.split())
+        self.assertEqual(['noisy-7', '10%', 'in', '3-4,', 'low', 'in', '5-7',
+                          '-', '400.0', '±', '0.0'] + ['-'] * 5,
+                         row.split())
+
+    def test_chart_data(self):
+        data = report.chart_data(self.results())
+        self.assertEqual(report.GUESTS, data['guests'])
+        self.assertIsNone(data['timeline'])
+        self.assertEqual('protected', data['protected'])
+        self.assertEqual(['1. protected guest alone',
+                          '2. with 7 noisy neighbours, no policy'],
+                         [p['label'] for p in data['phases']])
+        self.assertEqual((0.25, 0.0), data['phases'][1]['share'])
+        self.assertEqual((4e8, 0.0), data['phases'][1]['mbm']['noisy-2'])
+        self.assertIsNone(data['phases'][0]['mbm']['noisy-2'])
+        # Plain data: it goes through JSON unchanged but for tuples.
+        self.assertEqual(json.loads(json.dumps(data))['phases'][1]['label'],
+                         data['phases'][1]['label'])
 
     def test_chart(self):
         try:
@@ -95,7 +112,8 @@ class StatsTest(base.TestCase):
         tmp = self.useFixture(fixtures.TempDir()).path
         for name in ('s.png', 's.svg'):
             path = os.path.join(tmp, name)
-            self.assertEqual(path, chart.write(self.results(), path))
+            self.assertEqual(path, chart.write(
+                report.chart_data(self.results()), path))
             self.assertGreater(os.path.getsize(path), 1000)
         with open(os.path.join(tmp, 's.png'), 'rb') as f:
             self.assertEqual(b'\x89PNG', f.read(4))
@@ -138,3 +156,217 @@ class CountersTest(base.TestCase):
                     f.write(value if name != 'noisy-2' else 'Unavailable')
         self.assertEqual({'protected': 1024, 'noisy-1': 1024},
                          run._mbm_bytes(dirs))
+
+
+UNIT = guest.WORK_UNIT_BYTES
+
+
+def timeline(rates, levels, start=0.0, phase='controller'):
+    """Timeline points a second apart.
+
+    *rates* are the protected guest's work units per second, *levels* each
+    second's level of the neighbours (one value for all seven).
+    """
+    points, units = [], 0
+    for i, (rate, level) in enumerate(zip(rates, levels)):
+        points.append({'t': start + i, 'phase': phase,
+                       'units': {'protected': units,
+                                 'noisy-1': 10 * i},
+                       'levels': dict({n: level for n in report.NOISY},
+                                      protected=None)})
+        units += rate
+    return points
+
+
+class TimelineTest(base.TestCase):
+
+    def test_window_rate(self):
+        points = timeline([4, 4, 8, 8, 8], [None] * 5)
+        self.assertEqual(4 * UNIT, report.window_rate(points, 'protected',
+                                                      0, 2))
+        self.assertEqual(8 * UNIT, report.window_rate(points, 'protected',
+                                                      2, 4))
+        # One point is no window; a guest without counts has no rate.
+        self.assertIsNone(report.window_rate(points, 'protected', 1, 1.5))
+        self.assertIsNone(report.window_rate(points, 'noisy-2', 0, 4))
+        points[1]['units']['protected'] = None
+        self.assertEqual(4 * UNIT, report.window_rate(points, 'protected',
+                                                      0, 2))
+
+    def test_time_to_rate_needs_the_rate_held(self):
+        # Noisy neighbours start at t=10: the rate falls to 2, one lucky
+        # second at 10, then the controller brings it back to 9 at t=16.
+        rates = [10] * 10 + [2, 2, 10, 2, 2, 2] + [9] * 8
+        points = timeline(rates, [None] * len(rates))
+        self.assertEqual(6.0, report.time_to_rate(
+            points, 'protected', 10.0, 9 * UNIT, hold=3.0))
+        # A one-second hold takes the lucky second.
+        self.assertEqual(2.0, report.time_to_rate(
+            points, 'protected', 10.0, 9 * UNIT, hold=1.0))
+        # Never reached, or no whole window left: None.
+        self.assertIsNone(report.time_to_rate(
+            points, 'protected', 10.0, 11 * UNIT, hold=3.0))
+        self.assertIsNone(report.time_to_rate(
+            points, 'protected', 10.0, 9 * UNIT, hold=30.0))
+
+    def test_time_until_throttled_and_released(self):
+        levels = [None, None, 70, 50, 30, 30, 30, 40, 60, None, None]
+        points = timeline([1] * len(levels), levels)
+        noisy = report.NOISY
+        self.assertEqual(2.0, report.time_until(points, 0, noisy, True))
+        self.assertEqual(2.0, report.time_to_first_throttle(points, 0,
+                                                            noisy))
+        self.assertEqual(3.0, report.time_until(points, 6, noisy, False))
+        self.assertIsNone(report.time_to_first_throttle(points, 9, noisy))
+        # One neighbour still throttled: not released.
+        points[9]['levels']['noisy-4'] = 10
+        points[10]['levels']['noisy-4'] = 20
+        self.assertIsNone(report.time_until(points, 6, noisy, False))
+        # Only once all seven are throttled do they count as throttled.
+        points[2]['levels']['noisy-4'] = None
+        self.assertEqual(3.0, report.time_until(points, 0, noisy, True))
+
+    def test_level_changes(self):
+        levels = [None, 70, 50, 50, 50, 50, 50]
+        points = timeline([1] * len(levels), levels)
+        # Seven neighbours changed at t=1 and again at t=2.
+        self.assertEqual(14, report.level_changes(points, 0, 6))
+        self.assertEqual(7, report.level_changes(points, 2, 6))
+        self.assertEqual(0, report.level_changes(points, 3, 6))
+        points[5]['levels']['noisy-3'] = 60
+        self.assertEqual(2, report.level_changes(points, 3, 6))
+        self.assertEqual(0, report.level_changes([], 0, 6))
+
+    def results(self, idle_each, time_to_target, changes):
+        def phase(work, noisy):
+            return report.summarize([
+                {'work': work * MIB, 'cpu': {}, 'mbm': {},
+                 'works': dict({n: noisy * MIB for n in report.NOISY},
+                               protected=work * MIB)}] * 3)
+        results = {'alone': phase(20, 0), 'per-instance': phase(18, 1),
+                   'controller': phase(19, 0.5), 'idle': phase(0, idle_each),
+                   'resumed': phase(18.5, 0.5)}
+        results['controller'].update(time_to_target=time_to_target,
+                                     level_changes=changes)
+        results['idle'].update(time_to_release=12.0, level_changes=0)
+        results['resumed'].update(time_to_target=None,
+                                  time_to_throttle=3.0, level_changes=0)
+        return report.add_shares(results)
+
+    def test_noisy_work_needs_all_seven(self):
+        phase = report.summarize([
+            {'work': 1, 'cpu': {}, 'mbm': {},
+             'works': {n: 2.0 for n in report.NOISY}},
+            {'work': 1, 'cpu': {}, 'mbm': {},
+             'works': {n: 2.0 for n in report.NOISY[1:]}}])
+        self.assertEqual((14.0, 0.0), phase['noisy_work'])
+        self.assertEqual((2.0, 0.0), phase['guests']['noisy-2']['work'])
+
+    def test_controller_rows_against_the_targets(self):
+        rows = {r[0]: r[1:] for r in report.controller_rows(
+            self.results(idle_each=0.3, time_to_target=4.0, changes=0))}
+        self.assertEqual(('95 ± 0%', '>= 90%', True),
+                         rows['5. protected work rate, share of alone'])
+        self.assertEqual(('4.0 s', '<= 10 s', True),
+                         rows['5. time to >= 90% of alone'])
+        # 7 x 0.3 MiB/s against 7 x 1 MiB/s capped: 0.3x, not met.
+        self.assertEqual(('0.30x', '>= 2x', False),
+                         rows['6. ... against phase 3 (static '
+                              'hw:mem_bw=10)'])
+        self.assertEqual(('12.0 s', '', None),
+                         rows['6. time until released'])
+        self.assertEqual(('-', '<= 10 s', None),
+                         rows['7. time to >= 90% of alone again'])
+        self.assertEqual(('3.0 s', '', None),
+                         rows['7. time until a neighbour is throttled '
+                              'again'])
+        self.assertEqual(('0', '0', True),
+                         rows['5. level changes in the last 30 s'])
+        rows = {r[0]: r[1:] for r in report.controller_rows(
+            self.results(idle_each=2.29, time_to_target=14.0, changes=3))}
+        self.assertEqual(('2.29x', '>= 2x', True),
+                         rows['6. ... against phase 3 (static '
+                              'hw:mem_bw=10)'])
+        self.assertEqual(('14.0 s', '<= 10 s', False),
+                         rows['5. time to >= 90% of alone'])
+        self.assertEqual(('3', '0', False),
+                         rows['5. level changes in the last 30 s'])
+        table = report.controller_table(self.results(16, 4.0, 0))
+        self.assertNotIn('NOT met', table)
+        self.assertIn('met', table)
+        table = report.controller_table(self.results(16, 14.0, 0))
+        self.assertEqual(1, table.count('NOT met'))
+        text = report.experiment_table(self.results(16, 4.0, 0))
+        self.assertIn('5. neighbours low, protected high (controller)', text)
+        self.assertIn('6. protected guest suspended', text)
+        self.assertIn('7. protected guest resumed', text)
+
+    def test_timeline_series(self):
+        rates = [10] * 4 + [5] * 4
+        levels = [None] * 4 + [50] * 4
+        points = timeline(rates[:4], levels[:4]) + timeline(
+            rates[4:], levels[4:], start=4.0, phase='idle')
+        for p in points[4:]:
+            p['units']['protected'] += 40
+        series = report.timeline_series(points, 10 * UNIT, step=2.0)
+        self.assertEqual([(0.0, 'controller'), (4.0, 'idle')],
+                         series['marks'])
+        self.assertEqual((3.0, 100.0), series['levels']['noisy-1'][3])
+        self.assertEqual((4.0, 50.0), series['levels']['noisy-1'][4])
+        self.assertEqual((7.0, 50.0), series['levels']['noisy-1'][-1])
+        self.assertEqual([(1.0, 1.0), (3.0, 1.0), (5.0, 0.5)],
+                         series['work'])
+        self.assertTrue(series['relative'])
+        # A gap in the recording (guests starting) is a gap in the line.
+        series = report.timeline_series(points[:1] + points[3:], 10 * UNIT)
+        self.assertEqual([(1.0, None), (3.0, 1.0), (5.0, 0.5)],
+                         series['work'])
+        self.assertFalse(report.timeline_series(points, None)['relative'])
+        data = report.chart_data({}, points)
+        self.assertEqual([(0.0, '5'), (4.0, '6')],
+                         data['timeline']['marks'])
+
+    def test_chart_with_a_timeline(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest('matplotlib (rdt-virt[plot]) is not installed')
+        results = self.results(16, 4.0, 0)
+        points = timeline([10] * 5 + [5] * 10, [None] * 5 + [30] * 10)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 't.svg')
+        chart.write(report.chart_data(results, points), path)
+        with open(path) as f:
+            svg = f.read()
+        self.assertIn('controller level', svg)
+        self.assertIn('noisy-7', svg)
+
+
+class RecordingTest(base.TestCase):
+
+    def test_points_carry_work_counts_and_levels(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        run = scenario.Scenario(tmp, step=0.01)
+        serial = os.path.join(tmp, 'p.serial')
+        with open(serial, 'w') as f:
+            f.write('BIOS..' + guest.WORK_BANNER + '...')
+        run.meters = {'protected': guest.WorkMeter(serial),
+                      'noisy-1': guest.WorkMeter(os.path.join(tmp, 'no'))}
+        with open(os.path.join(tmp, 'state.json'), 'w') as f:
+            json.dump({'version': state.VERSION, 'time': 1.0, 'instances': {
+                'a': {'name': 'protected', 'priority': 'high',
+                      'level': None},
+                'b': {'name': 'noisy-1', 'priority': 'low', 'level': 40},
+                'c': {'name': 'other', 'priority': 'low', 'level': 10}}}, f)
+        run.wait(0.03)
+        self.assertEqual([], run.points)     # not a recorded phase
+        run.recording = 'controller'
+        run.wait(0.05)
+        self.assertGreaterEqual(len(run.points), 3)
+        point = run.points[-1]
+        self.assertEqual('controller', point['phase'])
+        self.assertEqual({'protected': 3, 'noisy-1': None}, point['units'])
+        self.assertEqual({'protected': None, 'noisy-1': 40},
+                         point['levels'])
+        self.assertTrue(run.watch(lambda points: len(points) > 5, 5))
+        self.assertFalse(run.watch(lambda points: False, 0.03))

@@ -1,0 +1,374 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The reference scenario's figures, from its samples and its timeline.
+
+Pure functions: :mod:`rdt_virt.sandbox.scenario` runs the guests and
+collects samples and timeline points, this module turns them into means,
+times, tables and the data the chart draws, and can be tested with made-up
+numbers.
+
+A *sample* (one per measuring window of a steady phase)::
+
+    {'work': bytes/s of the protected guest,
+     'works': {name: bytes/s},          # every guest's own work rate
+     'cpu': {name: share of one CPU}, 'mbm': {name: bytes/s}}
+
+A *timeline point* (about one a second in the controller's phases)::
+
+    {'t': seconds since the scenario started, 'phase': key,
+     'units': {name: work units reported so far, or None},
+     'levels': {name: the controller's level in percent, or None}}
+
+The controller's level is None while it holds the guest no lower than its
+static policy (the agent's state file, ``"level": null``).
+"""
+
+import math
+
+from rdt_virt.sandbox import guest
+
+NOISY = ['noisy-%d' % i for i in range(1, 8)]
+PROTECTED = 'protected'
+GUESTS = [PROTECTED] + NOISY
+NOISY_SPECS = {'hw:mem_bw': '10'}
+HIGH_SPECS = {'hw:rdt_priority': 'high'}
+LOW_SPECS = {'hw:rdt_priority': 'low'}
+#: Phase keys and titles, in order.
+PHASES = [
+    ('alone', 'protected guest alone'),
+    ('none', 'with 7 noisy neighbours, no policy'),
+    ('per-instance', 'neighbours at hw:mem_bw=10, per-instance strategy'),
+    ('shared', 'neighbours at hw:mem_bw=10, shared strategy'),
+    ('controller', 'neighbours low, protected high (controller)'),
+    ('idle', 'protected guest suspended'),
+    ('resumed', 'protected guest resumed'),
+]
+#: The phases in which the controller acts.
+CONTROLLER_PHASES = ('controller', 'idle', 'resumed')
+#: The static cap phase 6 is compared with.
+STATIC = 'per-instance'
+MIB = 1024.0 * 1024
+
+#: Targets (mean of three runs on an idle machine).
+TARGET_SHARE = 0.9
+TARGET_SECONDS = 10.0
+TARGET_IDLE_RATIO = 2.0
+#: The last seconds of a steady phase in which no level may change.
+QUIET_SECONDS = 30.0
+
+
+def stats(values):
+    """``(mean, standard deviation)`` of samples; None for none."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return mean, math.sqrt(var)
+
+
+def _noisy_total(sample):
+    works = sample.get('works') or {}
+    if not all(works.get(n) is not None for n in NOISY):
+        return None
+    return sum(works[n] for n in NOISY)
+
+
+def summarize(samples):
+    """Means and spreads of a phase's samples.
+
+    :returns: ``{'work': (mean, sd), 'noisy_work': (mean, sd) or None,
+        'guests': {name: {'mbm': (mean, sd), 'cpu': (mean, sd), 'work':
+        (mean, sd)}}}``; shares of the alone phase are filled in by
+        :func:`add_shares`. ``noisy_work`` is the seven neighbours' total
+        work rate, counted in samples that have all seven.
+    """
+    guests = {}
+    for name in GUESTS:
+        found = {key: stats([s.get(key, {}).get(name) for s in samples])
+                 for key in ('mbm', 'cpu', 'works')}
+        if any(found.values()):
+            guests[name] = {'mbm': found['mbm'], 'cpu': found['cpu'],
+                            'work': found['works']}
+    return {'work': stats([s['work'] for s in samples]),
+            'work_samples': [s['work'] for s in samples],
+            'noisy_work': stats([_noisy_total(s) for s in samples]),
+            'mbm_samples': sum(1 for s in samples if s['mbm']),
+            'guests': guests}
+
+
+def add_shares(results):
+    """Each phase's work rate as a share of the alone phase's mean."""
+    alone = results.get('alone', {}).get('work')
+    for phase in results.values():
+        if alone and alone[0]:
+            phase['share'] = stats([w / alone[0] for w in
+                                    phase['work_samples'] if w is not None])
+        else:
+            phase['share'] = None
+    return results
+
+
+# The timeline ---------------------------------------------------------------
+
+def window_rate(points, name, start, end):
+    """*name*'s work rate in bytes/s between *start* and *end*.
+
+    From the first point at or after *start* to the last one at or before
+    *end* that both have a count; None when there are no two such points.
+    """
+    inside = [p for p in points if start <= p['t'] <= end and
+              p['units'].get(name) is not None]
+    if len(inside) < 2:
+        return None
+    first, last = inside[0], inside[-1]
+    return guest.work_rate((first['t'], first['units'][name]),
+                           (last['t'], last['units'][name]))
+
+
+def time_to_rate(points, name, since, rate, hold):
+    """Seconds from *since* until *name* holds *rate* for *hold* seconds.
+
+    The answer is the start of the first window of *hold* seconds, at a
+    point at or after *since*, over which *name*'s work rate is at least
+    *rate*; None if there is none.
+    """
+    end = points[-1]['t'] if points else since
+    for point in points:
+        if point['t'] < since or point['t'] + hold > end:
+            continue
+        got = window_rate(points, name, point['t'], point['t'] + hold)
+        if got is not None and got >= rate:
+            return point['t'] - since
+    return None
+
+
+def time_until(points, since, names, throttled):
+    """Seconds from *since* until all of *names* are throttled.
+
+    With ``throttled=False``: until all are released (level None). None if
+    that never happens.
+    """
+    for point in points:
+        if point['t'] < since:
+            continue
+        levels = point['levels']
+        if all((levels.get(n) is not None) == throttled for n in names):
+            return point['t'] - since
+    return None
+
+
+def time_to_first_throttle(points, since, names):
+    """Seconds from *since* until any of *names* is throttled."""
+    for point in points:
+        if point['t'] >= since and any(point['levels'].get(n) is not None
+                                       for n in names):
+            return point['t'] - since
+    return None
+
+
+def level_changes(points, start, end):
+    """Level changes of any guest between *start* and *end*.
+
+    Each point in the span is compared with the point before it.
+    """
+    changes = 0
+    previous = None
+    for point in points:
+        if point['t'] > end:
+            break
+        if previous is not None and point['t'] >= start:
+            for name in set(previous['levels']) | set(point['levels']):
+                if previous['levels'].get(name) != point['levels'].get(name):
+                    changes += 1
+        previous = point
+    return changes
+
+
+# Tables ---------------------------------------------------------------------
+
+def _pm(value, scale=1.0, fmt='%.1f'):
+    if not value:
+        return '-'
+    return (fmt + ' ± ' + fmt) % (value[0] * scale, value[1] * scale)
+
+
+def _table(headers, rows):
+    widths = [max(len(str(r[i])) for r in [headers] + rows)
+              for i in range(len(headers))]
+    return '\n'.join('  '.join(str(c).ljust(w) for c, w in zip(r, widths))
+                     .rstrip() for r in [headers] + rows) + '\n'
+
+
+def experiment_table(results):
+    """The experiment's table: work rate and share of the alone phase."""
+    rows = []
+    for i, (key, title) in enumerate(PHASES, 1):
+        phase = results.get(key)
+        if not phase:
+            continue
+        rows.append(['%d. %s' % (i, title),
+                     _pm(phase['work'], 1 / MIB),
+                     _pm(phase['share'], 100.0, '%.0f') + '%'
+                     if phase['share'] else '-'])
+    return _table(['PHASE', 'WORK RATE [MiB/s]', 'SHARE OF ALONE'], rows)
+
+
+def _class(name):
+    if name == PROTECTED:
+        return 'high in 5-7'
+    return NOISY_SPECS['hw:mem_bw'] + '% in 3-4, low in 5-7'
+
+
+def guest_table(results, key, scale, fmt):
+    """Every guest's mean ± sd of ``key`` (mbm, cpu, work) per phase."""
+    rows = []
+    for name in GUESTS:
+        row = [name, _class(name)]
+        for phase_key, _title in PHASES:
+            value = results.get(phase_key, {}).get('guests', {}).get(
+                name, {}).get(key)
+            row.append(_pm(value, scale, fmt))
+        rows.append(row)
+    return _table(['GUEST', 'POLICY'] +
+                  ['%d. %s' % (i, k) for i, (k, _t) in enumerate(PHASES, 1)],
+                  rows)
+
+
+def _seconds(value):
+    return '-' if value is None else '%.1f s' % value
+
+
+def _mark(ok):
+    return 'met' if ok else 'NOT met'
+
+
+def controller_rows(results):
+    """The controller's figures against their targets.
+
+    :returns: ``[(measure, value, target, met)]``, met None where the
+        figure is missing.
+    """
+    rows = []
+    phase = results.get('controller')
+    if phase:
+        share = phase.get('share')
+        rows.append(('5. protected work rate, share of alone',
+                     _pm(share, 100.0, '%.0f') + '%' if share else '-',
+                     '>= %d%%' % (100 * TARGET_SHARE),
+                     None if not share else share[0] >= TARGET_SHARE))
+        took = phase.get('time_to_target')
+        rows.append(('5. time to >= %d%% of alone' % (100 * TARGET_SHARE),
+                     _seconds(took), '<= %d s' % TARGET_SECONDS,
+                     None if took is None else took <= TARGET_SECONDS))
+    phase = results.get('idle')
+    static = results.get(STATIC, {}).get('noisy_work')
+    if phase:
+        total = phase.get('noisy_work')
+        ratio = total[0] / static[0] if total and static and static[0] \
+            else None
+        rows.append(('6. neighbours\' total work rate [MiB/s]',
+                     _pm(total, 1 / MIB), '', None))
+        rows.append(('6. ... against phase 3 (static hw:mem_bw=10)',
+                     '-' if ratio is None else '%.2fx' % ratio,
+                     '>= %.0fx' % TARGET_IDLE_RATIO,
+                     None if ratio is None else ratio >= TARGET_IDLE_RATIO))
+        rows.append(('6. time until released',
+                     _seconds(phase.get('time_to_release')), '', None))
+    phase = results.get('resumed')
+    if phase:
+        rows.append(('7. time until a neighbour is throttled again',
+                     _seconds(phase.get('time_to_throttle')), '', None))
+        took = phase.get('time_to_target')
+        rows.append(('7. time to >= %d%% of alone again' %
+                     (100 * TARGET_SHARE), _seconds(took),
+                     '<= %d s' % TARGET_SECONDS,
+                     None if took is None else took <= TARGET_SECONDS))
+    for i, (key, _title) in enumerate(PHASES, 1):
+        if key in CONTROLLER_PHASES and key in results:
+            changes = results[key].get('level_changes')
+            rows.append(('%d. level changes in the last %d s' %
+                         (i, QUIET_SECONDS),
+                         '-' if changes is None else str(changes), '0',
+                         None if changes is None else changes == 0))
+    return rows
+
+
+def controller_table(results):
+    """:func:`controller_rows` as text."""
+    rows = [[m, v, t, '' if ok is None else _mark(ok)]
+            for m, v, t, ok in controller_rows(results)]
+    return _table(['MEASURE', 'VALUE', 'TARGET', ''], rows)
+
+
+# The chart's data -----------------------------------------------------------
+
+def timeline_series(points, reference, step=2.0):
+    """The timeline as the chart draws it.
+
+    :param reference: the alone phase's mean work rate (bytes/s), or None.
+    :param step: the window of each work rate point, in seconds.
+    :returns: ``{'marks': [(t, phase key)], 'levels': {name: [(t, level
+        in percent, 100 where unthrottled)]}, 'work': [(t, share of alone
+        or bytes/s without a reference, None in a gap)]}``
+    """
+    marks, levels, work = [], {}, []
+    phase = None
+    for point in points:
+        if point['phase'] != phase:
+            phase = point['phase']
+            marks.append((point['t'], phase))
+        for name in GUESTS:
+            if name in point['levels'] or name in levels:
+                level = point['levels'].get(name)
+                levels.setdefault(name, []).append(
+                    (point['t'], 100.0 if level is None else float(level)))
+    if points:
+        t = points[0]['t']
+        while t + step <= points[-1]['t']:
+            rate = window_rate(points, PROTECTED, t, t + step)
+            # None where the window has no two counts (a gap in the
+            # recording): the chart breaks the line there.
+            work.append((t + step / 2, None if rate is None else
+                         rate / reference if reference else rate))
+            t += step
+    return {'marks': marks, 'levels': levels, 'work': work,
+            'relative': bool(reference)}
+
+
+def chart_data(results, points=()):
+    """What :func:`rdt_virt.sandbox.chart.write` draws."""
+    phases = []
+    for i, (key, title) in enumerate(PHASES, 1):
+        phase = results.get(key)
+        if not phase:
+            continue
+        phases.append({
+            'label': '%d. %s' % (i, title), 'number': i,
+            'share': phase.get('share'),
+            'mbm': {name: phase['guests'].get(name, {}).get('mbm')
+                    for name in GUESTS}})
+    alone = results.get('alone', {}).get('work')
+    numbers = {k: str(i) for i, (k, _t) in enumerate(PHASES, 1)}
+    timeline = None
+    if points:
+        timeline = timeline_series(points, alone[0] if alone else None)
+        timeline['marks'] = [(t, numbers.get(k, k))
+                             for t, k in timeline['marks']]
+        timeline['target'] = TARGET_SHARE
+    return {'title': 'rdt-virt reference scenario on the emulated reference '
+                     'host (emulated: guests contend for CPU time)',
+            'guests': list(GUESTS), 'protected': PROTECTED,
+            'phases': phases, 'timeline': timeline}
