@@ -25,8 +25,12 @@ Definitions
 -----------
 
 *active*
-    An instance whose bandwidth on a domain is at least
-    ``active_threshold`` bytes/s in the last interval.
+    An instance whose bandwidth, summed over the domains, is at least
+    ``active_threshold`` bytes/s in the last interval; it is active on the
+    domains that carry at least their even share of the threshold. The
+    sum, not each domain: a guest whose threads run on both sockets
+    splits its traffic, and a protected guest squeezed by its neighbours
+    must not drop out of sight exactly when it needs protection.
 *pressure*
     The domain's measured bandwidth (the sum over the instances measured
     in the interval) divided by its *capacity*.
@@ -50,7 +54,13 @@ Control law (per domain)
 * **Release** (additive increase) when no high-priority instance is
   active, or the pressure is at or below ``low_watermark``: every
   throttled instance on the domain gets ``increase`` more; at its ceiling
-  (its static cap, or unthrottled) the controller lets it go.
+  (its static cap, or unthrottled) the controller lets it go. While a
+  high-priority instance is active, a release is held back when the step
+  would bring the pressure back to the high watermark, taking a throttled
+  instance's traffic to grow at most in proportion to its level (in
+  percent; by the step's MBps in absolute units). Without that guard a
+  throttle that works lowers the pressure below the low watermark, the
+  release brings it back above the high one, and the levels cycle.
 * **Hold** in between: the watermarks are the hysteresis band, and a
   steady workload inside it causes no change.
 * **Dwell**: a domain throttles again only ``throttle_dwell`` seconds
@@ -309,6 +319,46 @@ def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
     return covered
 
 
+def _active(member, params):
+    """Domains where ``member`` is active in this interval (see above)."""
+    if not member.domains:
+        return frozenset()
+    if sum(member.domains.values()) < params.active_threshold:
+        return frozenset()
+    share = params.active_threshold / len(member.domains)
+    return frozenset(d for d, bps in member.domains.items() if bps >= share)
+
+
+def _released(member, old, scale, params, capacity):
+    """The level one release step gives ``member`` (None: let go)."""
+    ceiling = _ceiling(member, scale)
+    step = scale.maximum * params.increase / 100.0
+    if not scale.shared and scale.bytes_per_unit and capacity:
+        # Absolute units: steps of the domain's capacity, and a level at
+        # the capacity no longer holds anything back.
+        step = capacity * params.increase / 100.0 / scale.bytes_per_unit
+        ceiling = min(ceiling, scale.round_up(
+            capacity / scale.bytes_per_unit))
+    new = scale.round_up(old + max(step, scale.step))
+    return None if new >= ceiling else new
+
+
+def _release_growth(dom, held, levels, scale, params, capacity):
+    """Bytes/s one release step may add to domain ``dom``, at most."""
+    growth = 0.0
+    for member in held:
+        if member.domains is None:
+            continue
+        old = levels[member.uuid]
+        new = _released(member, old, scale, params, capacity)
+        new = _ceiling(member, scale) if new is None else new
+        if not scale.shared and scale.bytes_per_unit:
+            growth += (new - old) * scale.bytes_per_unit
+        elif old > 0:
+            growth += member.domains.get(dom, 0.0) * (float(new) / old - 1)
+    return growth
+
+
 def decide(members, state, scale, params, now, capacities=None):
     """New levels from the measurements of one interval.
 
@@ -334,9 +384,7 @@ def decide(members, state, scale, params, now, capacities=None):
     domain_ids = set(state.domains) | set(capacities)
     for m in members.values():
         if m.domains is not None:
-            active = frozenset(d for d, bps in m.domains.items()
-                               if bps >= params.active_threshold)
-            seen[m.uuid] = active
+            seen[m.uuid] = _active(m, params)
             domain_ids |= set(m.domains)
     # Domains whose total may miss an unmeasured instance.
     unsure = {}
@@ -359,9 +407,9 @@ def decide(members, state, scale, params, now, capacities=None):
             capacities.get(dom), old, total, params)
         pressure = total / capacity if capacity else None
         highs = [m for m in measured if m.priority == HIGH and
-                 m.domains.get(dom, 0.0) >= params.active_threshold]
+                 dom in seen[m.uuid]]
         lows = [m for m in measured if m.priority == LOW and
-                m.domains.get(dom, 0.0) >= params.active_threshold]
+                dom in seen[m.uuid]]
         held_here = [m for m in members.values() if m.uuid in levels and (
             dom in seen.get(m.uuid, ()) or not seen.get(m.uuid))]
         # 10% slack: a period that ends a little early (sampling jitter)
@@ -403,6 +451,13 @@ def decide(members, state, scale, params, now, capacities=None):
                 reason = why + ', but %s was not measured' % unsure[dom]
             elif release_dwelling:
                 reason = why + ', dwelling'
+            elif highs and capacity and (
+                    total + _release_growth(dom, held_here, levels, scale,
+                                            params, capacity) >=
+                    params.high_watermark * capacity):
+                reason = why + (', but a release step could bring it back '
+                                'to the high watermark %.2f' %
+                                params.high_watermark)
             else:
                 decision, reason = RELEASE, why
         for m in held_here:
@@ -429,17 +484,7 @@ def decide(members, state, scale, params, now, capacities=None):
             continue
         dom = min(doms)
         old = levels[uuid]
-        ceiling = _ceiling(m, scale)
-        step = scale.maximum * params.increase / 100.0
-        capacity = reports[dom].capacity
-        if not scale.shared and scale.bytes_per_unit and capacity:
-            # Absolute units: steps of the domain's capacity, and a level
-            # at the capacity no longer holds anything back.
-            step = capacity * params.increase / 100.0 / scale.bytes_per_unit
-            ceiling = min(ceiling, scale.round_up(
-                capacity / scale.bytes_per_unit))
-        new = scale.round_up(old + max(step, scale.step))
-        new = None if new >= ceiling else new
+        new = _released(m, old, scale, params, reports[dom].capacity)
         if new is None:
             del levels[uuid]
         else:

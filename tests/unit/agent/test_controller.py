@@ -151,6 +151,38 @@ class TestHysteresis(base.TestCase):
             loop.run(high(2), low(4.5))    # 0.65: hold
         self.assertEqual({L1: 60}, loop.levels)
 
+    def test_release_held_when_the_step_would_throttle_again(self):
+        def at_floor():
+            loop = Loop()
+            for _ in range(3):
+                loop.run(high(3), low(7))    # 100 -> 50 -> 30 -> 10
+            self.assertEqual({L1: 10}, loop.levels)
+            return loop, len(loop.changes)
+
+        # Pressure 0.6, at the low watermark: 10 -> 20 may double the low
+        # one's 1.5 GB/s, to 0.75: released.
+        loop, changes = at_floor()
+        for _ in range(4):
+            loop.run(high(4.5), low(1.5))
+        self.assertEqual({L1: 20}, loop.levels)
+        # The same pressure with 3 GB/s from the low one: the step may add
+        # 3 GB/s, to 0.9, and would only be throttled again: held.
+        loop, changes = at_floor()
+        for _ in range(60):
+            loop.run(high(3), low(3))
+        self.assertEqual(changes, len(loop.changes))
+        self.assertIn('could bring it back', loop.last.reports[0].reason)
+
+    def test_high_split_over_two_domains_is_active(self):
+        loop = Loop()
+        # 30 MiB/s on each domain: below the threshold on each, above it
+        # in sum; the low one fills both domains.
+        split = ctl.Member(H, ctl.HIGH, domains={0: 30 * ctl.MB,
+                                                 1: 30 * ctl.MB})
+        d = loop.run(split, low({0: 9.9, 1: 9.9}))
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertEqual(1, d.reports[0].active_high)
+
     def test_throttle_dwell(self):
         loop = Loop(params=dataclasses.replace(PARAMS, throttle_dwell=5.0))
         loop.run(high(3), low(7))
