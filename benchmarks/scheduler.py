@@ -27,17 +27,28 @@ request. The first round also decodes every host's RDT stats (cold); later
 rounds show the steady state (warm). Prints microseconds per host per
 request and the ratio to the baseline.
 
+With ``--before REV``, the RDTFilter of git revision ``REV`` (its
+``nova_plugin/scheduler/filters.py``, on this tree's state module) runs in
+the same process too, and the ratio of this tree's filter to it is printed:
+a change to the filter is measured before and after in one run, on the same
+hosts and requests.
+
 Run::
 
-    python benchmarks/scheduler.py [--hosts 5000] [--requests 100]
+    python benchmarks/scheduler.py [--hosts 5000] [--requests 100] \
+        [--before main]
 """
 
 import argparse
 import datetime
 import gc
+import importlib.util
 import logging
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -226,12 +237,32 @@ def run(hosts, requests, filters, weighers):
     return spent, passed
 
 
+def filter_of(rev):
+    """The RDTFilter class of git revision ``rev``, imported aside."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = subprocess.run(
+        ['git', 'show', '%s:nova_plugin/scheduler/filters.py' % rev],
+        cwd=top, check=True, capture_output=True, text=True).stdout
+    with tempfile.NamedTemporaryFile('w', suffix='.py', delete=False) as f:
+        f.write(text)
+    try:
+        spec = importlib.util.spec_from_file_location(
+            'rdt_filters_before', f.name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        os.unlink(f.name)
+    return module.RDTFilter
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('--hosts', type=int, default=5000)
     parser.add_argument('--requests', type=int, default=100)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--before', metavar='REV',
+                        help='also run the RDTFilter of this git revision')
     args = parser.parse_args(argv)
 
     CONF([], project='nova')
@@ -256,6 +287,13 @@ def main(argv=None):
         ('  ComputeFilter alone', [compute_filter.ComputeFilter()], []),
         ('  RAMWeigher, all hosts', [], [ram.RAMWeigher()]),
     ]
+    if args.before:
+        before = filter_of(args.before)
+        sets += [
+            ('RDTFilter+RDTWeigher @%s' % args.before,
+             [before()], [rdt_weights.RDTWeigher()]),
+            ('  RDTFilter alone @%s' % args.before, [before()], []),
+        ]
     print('%d hosts x %d requests (%d%% with RDT extra specs), %d rounds'
           % (args.hosts, args.requests,
              100 * sum(1 for r in requests if any(
@@ -278,6 +316,14 @@ def main(argv=None):
         ref = min(r[0] for r in base[1:]) if len(base) > 1 else base[0][0]
         print('%-28s %12.3f %12.3f %7.2fx %12d' % (
             name, cold, warm, warm / ref, rounds[-1][1]))
+    if args.before:
+        print('this tree / %s (warm):' % args.before)
+        for now, then in (('RDTFilter+RDTWeigher', 'RDTFilter+RDTWeigher @'),
+                          ('  RDTFilter alone', '  RDTFilter alone @')):
+            a = min(r[0] for r in results[now][1:] or results[now])
+            b = min(r[0] for r in results[then + args.before][1:] or
+                    results[then + args.before])
+            print('  %-26s %7.3fx' % (now.strip(), a / b))
     return 0
 
 

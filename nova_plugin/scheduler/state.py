@@ -171,16 +171,19 @@ class Verdict(object):
     """What a host can do for one plan: a refusal reason or its headroom.
 
     ``mbw`` is the host's measured memory bandwidth (None when unknown or
-    for a refusal), for the weigher.
+    for a refusal), for the weigher. ``cause`` is the refusal reason
+    without what differs from host to host, by which the filter counts the
+    hosts it refused.
     """
 
-    __slots__ = ('plan', 'reason', 'headroom', 'mbw')
+    __slots__ = ('plan', 'reason', 'headroom', 'mbw', 'cause')
 
-    def __init__(self, plan, reason, headroom=None, mbw=None):
+    def __init__(self, plan, reason, headroom=None, mbw=None, cause=None):
         self.plan = plan
         self.reason = reason
         self.headroom = headroom
         self.mbw = mbw
+        self.cause = cause or reason
 
 
 class HostView(object):
@@ -227,7 +230,7 @@ class HostView(object):
                 plan = fit_mod.fit(request.policy, rdt.caps, rdt.strategy,
                                    rdt.monitoring)
             except exception.HostCannotServe as e:
-                plan = Verdict(None, e.reason)
+                plan = Verdict(None, e.reason, cause=e.cause)
             fits[self.caps_id] = plan
         return plan
 
@@ -250,7 +253,7 @@ class HostView(object):
             rdt.capacity.check(plan, closids=not request.placement)
             verdict = Verdict(plan, None, headroom(rdt, plan), rdt.mbw)
         except exception.CapacityExhausted as e:
-            verdict = Verdict(plan, e.reason)
+            verdict = Verdict(plan, e.reason, cause=e.cause)
         self.verdicts[id(plan)] = verdict
         return verdict
 
