@@ -40,9 +40,14 @@ from rdt_virt import exception
 from rdt_virt.libvirt import config
 from rdt_virt.libvirt import domain as domain_mod
 from rdt_virt.libvirt import machine as machine_mod
+from rdt_virt.policy import fit
 from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import info
 
 machine_name = machine_mod.machine_name
+# Suffix of the key that holds what the flavor asked, where the host
+# applies something else.
+REQUESTED = '_requested'
 _OWNERS = {'shared': model.SHARED, 'instance': model.INSTANCE,
            'libvirt': model.LIBVIRT}
 
@@ -111,13 +116,33 @@ def _bandwidth(unit, value, requested, owner):
         group=_OWNERS[owner or 'instance'])
 
 
+def applied_bandwidth(bandwidth):
+    """The bandwidth policy as published: ``{key: value}``.
+
+    Keyed like the flavor's extra spec (``mem_bw`` or ``mem_bw_mbps``),
+    with the value the kernel enforces (the request rounded as the host
+    rounds it; AMD units back in MBps), and ``<key>_requested`` beside it
+    when the flavor asked for something else, so that a reader never takes
+    ``hw:mem_bw=15`` for the 20 percent the group holds.
+    """
+    if bandwidth.unit == info.UNIT_PERCENT:
+        key, value = 'mem_bw', bandwidth.value
+    elif bandwidth.unit == info.UNIT_AMD:
+        key, value = 'mem_bw_mbps', bandwidth.value * fit.AMD_MBPS_PER_UNIT
+    else:
+        key, value = 'mem_bw_mbps', bandwidth.value
+    policy = {key: value}
+    if bandwidth.requested != value:
+        policy[key + REQUESTED] = bandwidth.requested
+    return policy
+
+
 def _from_rdtvirt(meta, default_monitor):
     bandwidth = policy = None
     if meta.membw is not None:
         bw = meta.membw
         bandwidth = _bandwidth(bw.unit, bw.value, bw.requested, bw.group)
-        key = 'mem_bw' if bw.unit == 'percent' else 'mem_bw_mbps'
-        policy = {key: bandwidth.requested}
+        policy = applied_bandwidth(bandwidth)
     monitor = default_monitor if meta.monitor is None else meta.monitor
     return policy or {}, bandwidth, monitor
 

@@ -37,6 +37,7 @@ import sys
 import time
 import unicodedata
 
+from rdt_virt.agent import desired
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import state as state_mod
 from rdt_virt.cmd import flavor_audit
@@ -227,10 +228,22 @@ def cmd_groups(rc, args, out):
 # top -------------------------------------------------------------------------
 
 def _policy(policy):
+    """``mem_bw=20(asked=15),cache_l3=3328``: what the host applies.
+
+    The request is shown beside a value where the host applies something
+    else (``<key>_requested`` in the state file).
+    """
     if not policy:
         return '-'
-    return ','.join('%s=%s' % (k, v) for k, v in sorted(policy.items())
-                    if v is not None and k != 'monitor') or '-'
+    cells = []
+    for key, value in sorted(policy.items()):
+        if (value is None or key == 'monitor' or
+                key.endswith(desired.REQUESTED)):
+            continue
+        asked = policy.get(key + desired.REQUESTED)
+        cells.append('%s=%s%s' % (key, value, '' if asked is None
+                                  else '(asked=%s)' % asked))
+    return ','.join(cells) or '-'
 
 
 def _num(value, scale, fmt='%.1f'):

@@ -22,6 +22,11 @@ Per instance (labels ``instance_uuid`` and ``group``; ``domain`` too with
 * ``rdt_virt_instance_memory_bandwidth_local_bytes_per_second``
 * ``rdt_virt_instance_llc_occupancy_bytes``
 * ``rdt_virt_instance_monitored`` (1 when the instance has values now)
+* ``rdt_virt_instance_policy`` (label ``setting``: ``mem_bw``,
+  ``mem_bw_mbps``, ``cache_l3``, ...): what the host applies, in the
+  extra spec's unit (percent, MBps, KiB), and
+  ``rdt_virt_instance_policy_requested`` where the flavor asked for
+  something else (``hw:mem_bw=15`` applied as 20 percent)
 
 Per host: the same three sums as ``rdt_virt_host_*``, plus
 ``rdt_virt_host_rmids``, ``rdt_virt_host_rmids_used``,
@@ -86,7 +91,27 @@ _HOST = (
      'Share of the monitored instances that have MBM counters now'),
 )
 LABELS = ['instance_uuid', 'group']
+# The suffix of a requested value in a state file policy (the agent's
+# rdt_virt.agent.desired.REQUESTED; not imported, this module runs where
+# only the state file is).
+REQUESTED = '_requested'
 NAME_LABELS = ['instance_uuid', 'domain', 'group']
+
+
+def _number(value):
+    return (not isinstance(value, bool) and isinstance(value, (int, float)))
+
+
+def _add_policy(applied, requested, labels, policy):
+    # The state file's policy: {key: applied, key_requested: asked}.
+    for key, value in sorted((policy or {}).items()):
+        if not _number(value):
+            continue
+        if key.endswith(REQUESTED):
+            requested.add_metric(labels + [key[:-len(REQUESTED)]],
+                                 float(value))
+        else:
+            applied.add_metric(labels + [key], float(value))
 
 
 class StateCollector(object):
@@ -133,6 +158,14 @@ class StateCollector(object):
             'rdt_virt_instance_monitored',
             '1 when the instance has monitoring values now',
             labels=label_names)
+        applied = core.GaugeMetricFamily(
+            'rdt_virt_instance_policy', 'RDT setting the host applies to '
+            'the instance, in its extra spec\'s unit',
+            labels=label_names + ['setting'])
+        requested = core.GaugeMetricFamily(
+            'rdt_virt_instance_policy_requested', 'What the flavor asked '
+            'for, where the host applies another value',
+            labels=label_names + ['setting'])
         for uuid, inst in sorted((doc.get('instances') or {}).items()):
             labels = self._labels(uuid, inst)
             has = False
@@ -142,8 +175,11 @@ class StateCollector(object):
                     family.add_metric(labels, float(value))
                     has = True
             monitored.add_metric(labels, 1.0 if has else 0.0)
+            _add_policy(applied, requested, labels, inst.get('policy'))
         yield from families.values()
         yield monitored
+        yield applied
+        yield requested
         host = doc.get('host') or {}
         for field, name, doc_text in _HOST:
             value = host.get(field)

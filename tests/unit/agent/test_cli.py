@@ -131,6 +131,16 @@ class TestCLI(base.TestCase):
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
 
+    def test_top_shows_the_applied_bandwidth_and_the_request(self):
+        # hw:mem_bw=15 on a host with steps of 10: the group holds 20.
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1]['policy'] = {
+            'mem_bw': 20, 'mem_bw_requested': 15, 'cache_l3': 3328}
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual('cache_l3=3328,mem_bw=20(asked=15)',
+                         text.splitlines()[2].split()[3])
+
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())
         doc['host'].update(counter_mode='mbm_event', mbm_counters_total=32,
