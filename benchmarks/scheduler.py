@@ -263,6 +263,9 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--before', metavar='REV',
                         help='also run the RDTFilter of this git revision')
+    parser.add_argument('--pairs', type=int, default=9,
+                        help='alternating runs of both filters with '
+                        '--before')
     args = parser.parse_args(argv)
 
     CONF([], project='nova')
@@ -287,6 +290,7 @@ def main(argv=None):
         ('  ComputeFilter alone', [compute_filter.ComputeFilter()], []),
         ('  RAMWeigher, all hosts', [], [ram.RAMWeigher()]),
     ]
+    before = None
     if args.before:
         before = filter_of(args.before)
         sets += [
@@ -317,14 +321,34 @@ def main(argv=None):
         print('%-28s %12.3f %12.3f %7.2fx %12d' % (
             name, cold, warm, warm / ref, rounds[-1][1]))
     if args.before:
-        print('this tree / %s (warm):' % args.before)
-        for now, then in (('RDTFilter+RDTWeigher', 'RDTFilter+RDTWeigher @'),
-                          ('  RDTFilter alone', '  RDTFilter alone @')):
-            a = min(r[0] for r in results[now][1:] or results[now])
-            b = min(r[0] for r in results[then + args.before][1:] or
-                    results[then + args.before])
-            print('  %-26s %7.3fx' % (now.strip(), a / b))
+        compare(hosts, requests, per, args.before, before, args.pairs)
     return 0
+
+
+def compare(hosts, requests, per, rev, before, pairs):
+    """This tree's RDTFilter against ``rev``'s, alternating, side by side.
+
+    Each pair runs both filters over every request, in alternating order,
+    so that load from elsewhere on the machine falls on both alike; the
+    ratio of the medians and of the minimums is printed.
+    """
+    now, then = [], []
+    for i in range(pairs):
+        order = [(now, rdt_filters.RDTFilter()), (then, before())]
+        if i % 2:
+            order.reverse()
+        for times, filt in order:
+            times.append(run(hosts, requests, [filt], [])[0] / per)
+    now.sort()
+    then.sort()
+    med_now, med_then = now[len(now) // 2], then[len(then) // 2]
+    print('RDTFilter alone, %d alternating pairs (us per host per request):'
+          % pairs)
+    print('  %-12s median %7.3f  min %7.3f' % ('this tree', med_now,
+                                               now[0]))
+    print('  %-12s median %7.3f  min %7.3f' % (rev, med_then, then[0]))
+    print('  ratio this tree / %s: median %.3fx, min %.3fx' % (
+        rev, med_now / med_then, now[0] / then[0]))
 
 
 if __name__ == '__main__':

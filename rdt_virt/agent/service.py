@@ -39,6 +39,7 @@ from oslo_log import log as logging
 from rdt_virt.agent import ceiling as ceiling_mod
 from rdt_virt.agent import counters as counters_mod
 from rdt_virt.agent import domains
+from rdt_virt.agent import executor as executor_mod
 from rdt_virt.agent import model
 from rdt_virt.agent import publish
 from rdt_virt.agent import reconcile
@@ -439,6 +440,7 @@ class Agent(object):
             if text not in self._warned:
                 LOG.warning('%s', text)
         self._warned = set(result.warnings)
+        executor_mod.log_repairs(result.repairs, outcome)
         if result.needs_full:
             self.request_full()
         return outcome
