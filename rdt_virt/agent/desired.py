@@ -99,14 +99,32 @@ def held_caches(allocs):
     per_cache = {}
     for alloc in allocs:
         for cache in alloc.caches:
-            key = 'cache_l%d' % cache.level + (
-                '' if cache.type == 'both' else '_' + cache.type)
+            key = cache_key(cache.level, cache.type)
             per_cache[key, cache.cache_id] = per_cache.get(
                 (key, cache.cache_id), 0) + cache.size // 1024
     held = {}
     for (key, _), kib in per_cache.items():
         held[key] = max(held.get(key, 0), kib)
     return held
+
+
+def cache_key(level, ctype):
+    """``cache_l3``, ``cache_l3_code``, ...: the extra spec's name."""
+    return 'cache_l%d' % level + ('' if ctype == 'both' else '_' + ctype)
+
+
+def requested_caches(requests, held):
+    """``{<key>_requested: KiB}`` where the host holds more than asked.
+
+    :param requests: the metadata's CacheMetadata elements.
+    :param held: :func:`held_caches`.
+    """
+    out = {}
+    for req in requests:
+        key = cache_key(req.level, req.type)
+        if key in held and held[key] != req.requested:
+            out[key + REQUESTED] = req.requested
+    return out
 
 
 def _bandwidth(unit, value, requested, owner):
@@ -173,7 +191,10 @@ def parse(xml, default_monitor=True):
         if dom.metadata is not None:
             policy, bandwidth, monitor = _from_rdtvirt(dom.metadata,
                                                        default_monitor)
-        policy = dict(policy, **held_caches(allocs))
+        held = held_caches(allocs)
+        policy = dict(policy, **held)
+        if dom.metadata is not None:
+            policy.update(requested_caches(dom.metadata.caches, held))
     except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
             ValueError, exception.InvalidGroupName) as e:
         raise exception.InvalidXML(what='domain', reason=e)

@@ -69,7 +69,8 @@ class TestParse(base.TestCase):
         # What the host holds per L3 and the bandwidth the group gets
         # (hw:mem_bw=15 in steps of 10), the request beside it.
         self.assertEqual({'mem_bw': 20, 'mem_bw_requested': 15,
-                          'cache_l3': 6656}, inst.policy)
+                          'cache_l3': 6656, 'cache_l3_requested': 4096},
+                         inst.policy)
 
     def test_cdp_caches_in_the_policy(self):
         inst = desired.parse(domain(metadata=NOVA + RDT % (
