@@ -19,7 +19,8 @@ on the move, as Nova 34 does it:
 
 * cold migration and resize: the instance fault (Nova re-raises its own
   "No valid host found for cold migrate" into the action event);
-* live migration: the ``conductor_live_migrate_instance`` action event.
+* live migration: the ``conductor_live_migrate_instance`` action event;
+* unshelve: the ``schedule_instances`` action event.
 """
 
 from nova import context as nova_context
@@ -77,3 +78,16 @@ class RefusedMoveTest(base.RDTServersTestBase):
         self.assertEqual('No valid host was found. ' + REASON,
                          event.get('details'))
         self.assertStayed()
+
+    def test_unshelve_reason_in_the_action_event(self):
+        self._shelve_server(self.server)
+        # Only the host without MBA is left.
+        service = self.admin_api.get_services(binary='nova-compute',
+                                              host='mba')[0]
+        self.admin_api.put_service(service['id'], {'status': 'disabled'})
+        self.act({'unshelve': None})
+        event = self._wait_for_action_fail_completion(
+            self.server, 'unshelve', 'schedule_instances')
+        self.assertEqual('No valid host was found. ' + REASON,
+                         event.get('details'))
+        self._wait_for_state_change(self.server, 'SHELVED_OFFLOADED')
