@@ -115,7 +115,7 @@ def main():
                 path = counter_path(place.counters)
                 live.append(path)
                 # A group made again (rotation) starts with new counters.
-                key = env.agent._source_key(place.counters)
+                key = env.agent.monitoring.source_key(place.counters)
                 if key in injected:
                     continue
                 for dom, rate in truth(index[uuid], doms).items():
