@@ -23,17 +23,33 @@ interpreter's own flush at exit cannot fail again) and returns 141, the
 status of a process that SIGPIPE ended, which tells a script (``set -o
 pipefail``) that the output was cut short.
 
-Long-running services keep Python's default for their sockets: this only
-concerns what a command prints.
+Only a closed standard output is quiet: a BrokenPipeError from anything
+else (a socket, a pipe to a helper) is re-raised, so that a daemon's real
+error is never hidden. Standard output counts as closed when polling its
+descriptor reports an error or a hang-up, as Linux does for a pipe with no
+reader left.
 """
 
 import functools
 import os
+import select
 import signal
 import sys
 
 # 128 + SIGPIPE, as a shell reports a command that SIGPIPE ended.
 CLOSED = 128 + signal.SIGPIPE
+
+
+def stdout_closed():
+    """True if nobody reads ``sys.stdout`` any more."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP)
+                   for _fd, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):
+        # No descriptor behind sys.stdout (a test's StringIO).
+        return False
 
 
 def quiet(main):
@@ -49,13 +65,11 @@ def quiet(main):
                 if sys.stdout is not None:
                     sys.stdout.flush()
         except BrokenPipeError:
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
-            except (OSError, ValueError):
-                # No descriptor behind sys.stdout (a test's StringIO).
-                pass
+            if not stdout_closed():
+                raise
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
             return CLOSED
 
     return wrapper

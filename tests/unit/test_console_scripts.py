@@ -101,3 +101,23 @@ class TestClosedOutput(base.TestCase):
         self.assertQuiet('rdt-virt-emulator', 'kernels')
         self.assertQuiet('rdt-virt-sandbox', 'status', '--dir',
                          os.path.join(self.tmp, 'no-sandbox'))
+
+
+class TestQuiet(base.TestCase):
+
+    def test_other_broken_pipes_are_not_hidden(self):
+        # Standard output is fine: a broken pipe elsewhere is an error.
+        @output.quiet
+        def main():
+            raise BrokenPipeError(32, 'Broken pipe')
+
+        read, write = os.pipe()
+        out = os.fdopen(write, 'w')
+        self.addCleanup(out.close)
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        try:
+            self.assertRaises(BrokenPipeError, main)
+        finally:
+            os.close(read)
+        # Its reader gone, the same error is the closed output.
+        self.assertEqual(output.CLOSED, main())
