@@ -139,10 +139,14 @@ class Monitoring(object):
                     break
         return draining
 
-    def budget_for(self, caps, foreign, now):
-        """The RMID budget of this tick (lower for a while after ENOSPC)."""
+    def budget_for(self, caps, foreign, now, parents=None):
+        """The RMID budget of this tick (lower for a while after ENOSPC).
+
+        :param parents: on Arm MPAM, the control groups that hold
+            candidates (see :func:`rotation.rmid_budget`).
+        """
         budget = rotation_mod.rmid_budget(caps, self.opts.rmid_budget,
-                                          foreign)
+                                          foreign, parents)
         if self._rmid_cap is not None:
             if now < self._rmid_cap[1]:
                 budget = min(budget, self._rmid_cap[0])

@@ -23,6 +23,18 @@ longest to those waiting longest. Handing over only part of the window
 keeps most instances reporting through a rotation (a new group needs two
 readings before it has a rate).
 
+Two kinds of host change that arithmetic. With Intel's package telemetry
+(``PERF_PKG_MON``, 7.0) the kernel hands out only as many RMIDs as its
+smallest monitoring resource has (``resctrl_arch_system_num_rmid_idx()``),
+which :attr:`~rdt_virt.resctrl.info.HostCapabilities.num_rmids` already
+is. On Arm MPAM an RMID is a PMG of one CLOSID: each control group owns a
+pool of PMG-count RMIDs, takes one for itself, and ``alloc_rmid(closid)``
+answers ENOSPC when its pool is used up however many other RMIDs are free.
+Control groups then never compete with monitoring groups for RMIDs, but a
+control group holds at most PMG count - 1 monitoring groups; the planner
+(:mod:`rdt_virt.agent.reconcile`) enforces that per group, and the budget
+here is the sum over the groups that hold candidates.
+
 RMID limbo: a removed group's RMID stays busy until its cache occupancy
 falls below ``max_threshold_occupancy`` on every domain. The kernel checks
 that about once a second, and cache-resident data can keep an RMID busy for
@@ -47,16 +59,24 @@ FAST_DRAIN = 2.0
 MAX_DRAIN = 3600.0
 
 
-def rmid_budget(caps, configured=-1, foreign_mon_groups=0):
+def rmid_budget(caps, configured=-1, foreign_mon_groups=0, parents=None):
     """How many monitoring groups the agent may keep.
 
     :param caps: the host's HostCapabilities.
     :param configured: ``[rdt_agent] rmid_budget`` (-1: automatic).
     :param foreign_mon_groups: monitoring groups of libvirt and other tools.
+    :param parents: on MPAM, how many control groups hold instances that
+        need a monitoring group (None: every CLOSID may).
     """
     if caps.monitor is None:
         return 0
-    auto = caps.num_rmids - max(caps.num_closids, 1) - foreign_mon_groups
+    per_group = caps.mon_groups_per_closid
+    if per_group is not None:
+        groups = caps.num_closids if parents is None else parents
+        auto = per_group * max(groups, 0) - foreign_mon_groups
+    else:
+        auto = (caps.num_rmids - max(caps.num_closids, 1) -
+                foreign_mon_groups)
     auto = max(auto, 0)
     return auto if configured < 0 else min(configured, auto)
 

@@ -83,6 +83,8 @@ class Rates:
     mbm_local_bps: typing.Optional[float] = None
     llc_occupancy_bytes: typing.Optional[float] = None
     reason: typing.Optional[str] = None
+    # mbm_total_bps per L3 domain (the bandwidth controller's input).
+    total_by_domain: typing.Optional[typing.Mapping[int, float]] = None
 
     @property
     def has_values(self):
@@ -117,8 +119,10 @@ class RateTracker(object):
             restarted = False
         rates = {}
         reasons = []
+        by_domain = {}
         for event in RATE_EVENTS:
-            rate, reason = self._rate(base, reading, event)
+            rate, reason = self._rate(base, reading, event,
+                                      by_domain.setdefault(event, {}))
             rates[event] = rate
             if reason:
                 reasons.append(reason)
@@ -131,9 +135,11 @@ class RateTracker(object):
             mbm_total_bps=rates[info.MBM_TOTAL_BYTES],
             mbm_local_bps=rates[info.MBM_LOCAL_BYTES],
             llc_occupancy_bytes=occupancy,
-            reason=_first_reason(reasons))
+            reason=_first_reason(reasons),
+            total_by_domain=by_domain[info.MBM_TOTAL_BYTES] if (
+                rates[info.MBM_TOTAL_BYTES] is not None) else None)
 
-    def _rate(self, base, reading, event):
+    def _rate(self, base, reading, event, by_domain):
         ceiling = self.ceiling
         total = 0.0
         reason = None
@@ -163,6 +169,7 @@ class RateTracker(object):
                     reason = reason or R_JUMP
                 else:
                     total += rate
+                    by_domain[dom] = rate
         if not seen:
             return None, None
         if reason:

@@ -27,11 +27,13 @@ from oslo_log import log as logging
 
 from rdt_virt.agent import ceiling as ceiling_mod
 from rdt_virt.agent import counters as counters_mod
+from rdt_virt.agent import energy as energy_mod
 from rdt_virt.agent import publish
 from rdt_virt.agent import sampler
 from rdt_virt.agent import state
 from rdt_virt import exception
 from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import telemetry
 
 LOG = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ class Sampling(object):
         self.clock = clock
         self.wall = wall
         self.tracker = sampler.RateTracker()
+        self.energy_tracker = energy_mod.EnergyTracker()
+        self.energy = {}
         self.ceiling_source = None
         self.rates = {}
         self.last_doc = None
@@ -106,13 +110,68 @@ class Sampling(object):
             source=self.monitoring.source_key(counters),
             time=self.clock(), values=values, times=times)
 
-    def sample(self, caps, instances, placements):
-        """Read counters, compute rates, publish; returns the document."""
+    def read_package(self, caps, counters):
+        """One Reading of a group's package telemetry (Intel AET).
+
+        ``{package: {event: MonValue}}`` of ``core_energy`` and
+        ``activity``, each file timed on its own like the L3 counters.
+        """
+        group, mon = counters
+        pkg = caps.package_monitor
+        events = [e for e in telemetry.FIXED_POINT_EVENTS
+                  if e in pkg.features]
+        values, times = {}, {}
+        for package in pkg.domain_ids:
+            values[package] = {}
+            for event in events:
+                path = self.resctrl.path(group, mon, 'mon_data',
+                                         telemetry.pkg_dir(package), event)
+                t0 = self.clock()
+                try:
+                    with open(path) as f:
+                        text = f.read()
+                except FileNotFoundError:
+                    if not os.path.isdir(os.path.dirname(path)):
+                        raise exception.GroupNotFound(path=path,
+                                                      group=mon or group)
+                    continue
+                except OSError as e:
+                    values[package][event] = fs.MonValue(
+                        None, os.strerror(e.errno))
+                    continue
+                times[(package, event)] = (t0 + self.clock()) / 2
+                values[package][event] = telemetry.parse_event(text)
+        return sampler.Reading(
+            source=self.monitoring.source_key(counters),
+            time=self.clock(), values=values, times=times)
+
+    def _energy(self, caps, uuid, place):
+        """Energy figures of one instance (None without telemetry)."""
+        if place.counters is None:
+            return energy_mod.Energy(reason=place.reason)
+        try:
+            reading = self.read_package(caps, place.counters)
+        except (exception.ResctrlError, OSError) as e:
+            LOG.debug('Cannot read package telemetry of %s: %s', uuid, e)
+            return energy_mod.Energy(reason='counters unreadable')
+        return self.energy_tracker.update(uuid, reading)
+
+    def sample(self, caps, instances, placements, control=None):
+        """Read counters, compute rates, publish; returns the document.
+
+        :param control: called with the rates before they are published;
+            returns the bandwidth controller's ``(levels, host part)``.
+        """
         mon = self.monitoring
         rates = {}
+        telemetry_on = bool(caps and caps.package_monitor and
+                            caps.package_monitor.energy)
+        energy = {} if telemetry_on else None
         for uuid, place in sorted(placements.items()):
             if uuid not in instances:
                 continue
+            if telemetry_on:
+                energy[uuid] = self._energy(caps, uuid, place)
             if place.counters is None:
                 rates[uuid] = sampler.Rates(reason=place.reason)
                 continue
@@ -129,7 +188,10 @@ class Sampling(object):
                 rates[uuid] = dataclasses.replace(
                     rates[uuid], reason=counters_mod.R_NO_COUNTER)
         self.tracker.forget(set(rates))
+        self.energy_tracker.forget(set(energy or ()))
         self.rates = rates
+        self.energy = energy or {}
+        levels, controller = control(rates) if control else ({}, None)
         doc = publish.build(
             self.wall(), self.conf.rdt_agent.sample_interval, instances,
             placements, rates, mon.rotation,
@@ -137,7 +199,8 @@ class Sampling(object):
             rmids_used=mon.rmids_used,
             closids_total=caps.num_closids if caps else 0,
             closids_used=mon.closids_used, mon_budget=mon.budget or 0,
-            extra=self._host_extra())
+            extra=self._host_extra(controller), energy=energy,
+            levels=levels)
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:
@@ -146,8 +209,10 @@ class Sampling(object):
         self.last_doc = doc
         return doc
 
-    def _host_extra(self):
+    def _host_extra(self, controller=None):
         extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
                  'counter_resets': self.tracker.jumps}
+        if controller is not None:
+            extra['controller'] = controller
         extra.update(self.monitoring.counter_info or {})
         return extra

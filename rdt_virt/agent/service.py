@@ -44,9 +44,11 @@ from rdt_virt.agent import domains
 from rdt_virt.agent import executor as executor_mod
 from rdt_virt.agent import model
 from rdt_virt.agent import monitoring as monitoring_mod
+from rdt_virt.agent import protection as protection_mod
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import sampling as sampling_mod
 from rdt_virt.agent import snapshot as snapshot_mod
+from rdt_virt.agent import state
 from rdt_virt import exception
 from rdt_virt.policy import default_group
 
@@ -98,6 +100,8 @@ class Agent(object):
             resctrl, executor, self.settings.prefix, self.opts, clock)
         self.sampling = sampling_mod.Sampling(conf, resctrl,
                                               self.monitoring, clock, wall)
+        self.protection = protection_mod.Protection(self.opts, clock)
+        self._resumed = False
         self.caps = None
         self._fingerprint = None
         self.instances = {}
@@ -279,6 +283,7 @@ class Agent(object):
         for uuid in set(self.instances) - set(instances):
             self.procfs.forget(uuid)
         threads = self._threads(instances)
+        planned = self._controlled(instances)
         now = self.clock()
         with self.resctrl.lock():
             snap = self._read_or_warn(instances=instances)
@@ -287,9 +292,13 @@ class Agent(object):
                 return self._done(stats, cpu0, start)
             monitoring = self.monitoring
             foreign, ours = monitoring.account(snap, self.caps)
-            cands = reconcile.mon_candidates(instances, threads, self.caps,
+            cands = reconcile.mon_candidates(planned, threads, self.caps,
                                              self.settings)
-            budget = monitoring.budget_for(self.caps, foreign, now)
+            parents = None
+            if self.caps.mon_groups_per_closid is not None:
+                parents = reconcile.candidate_parents(
+                    instances, cands, self.caps, self.settings)
+            budget = monitoring.budget_for(self.caps, foreign, now, parents)
             mons = monitoring.own_mon_groups(snap)
             self.rotation.adopt(set(mons) & set(cands), budget, now)
             held = [m for m in mons if m not in self.rotation.window]
@@ -298,7 +307,7 @@ class Agent(object):
             draining = monitoring.draining(
                 self.caps, {u: g for u, g in mons.items() if u not in window})
             monitoring.held = len(draining)
-            result = reconcile.plan(instances, threads, snap, self.caps,
+            result = reconcile.plan(planned, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
@@ -339,7 +348,8 @@ class Agent(object):
             self.request_full()
             return stats
         now = self.clock()
-        scope = reconcile.groups_of(inst, self.caps, self.settings)
+        planned = self._controlled({uuid: inst})
+        scope = reconcile.groups_of(planned[uuid], self.caps, self.settings)
         before = self.placements.get(uuid)
         if before is not None and before.group is not None:
             # Its policy may have changed: where its threads are now must
@@ -353,7 +363,7 @@ class Agent(object):
                 stats.skipped = 'resctrl unreadable'
                 self.request_full(CLEANUP_DELAY)
                 return stats
-            cands = reconcile.mon_candidates({uuid: inst}, threads,
+            cands = reconcile.mon_candidates(planned, threads,
                                              self.caps, self.settings)
             window = self.rotation.window
             if cands:
@@ -363,7 +373,7 @@ class Agent(object):
                     budget = self.monitoring.budget_for(self.caps, 0, now)
                 window = self.rotation.admit(uuid, budget, now,
                                              self.monitoring.held)
-            result = reconcile.plan({uuid: inst}, threads, snap, self.caps,
+            result = reconcile.plan(planned, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now))
             outcome = self._apply(result, now)
@@ -402,6 +412,7 @@ class Agent(object):
         if inst is None or self.caps is None:
             self.request_full(CLEANUP_DELAY)
             return
+        inst = self._controlled({uuid: inst})[uuid]
         scope = reconcile.groups_of(inst, self.caps, self.settings)
         with self.resctrl.lock():
             snap = self._read_or_warn(scope, self.instances)
@@ -409,7 +420,8 @@ class Agent(object):
                 self.request_full(CLEANUP_DELAY)
                 return
             actions, warnings = reconcile.cleanup(
-                uuid, inst, snap, self.caps, self.settings, self.instances)
+                uuid, inst, snap, self.caps, self.settings,
+                self._controlled(self.instances))
             if actions:
                 self.reader.invalidate()
             outcome = self.executor.apply(actions)
@@ -449,9 +461,34 @@ class Agent(object):
     # Sampling --------------------------------------------------------------
 
     def sample(self):
-        """Read counters, compute rates, publish; returns the document."""
+        """Read counters, compute rates, control, publish; returns the doc."""
         return self.sampling.sample(self.caps, self.instances,
-                                    self.placements)
+                                    self.placements, self._control)
+
+    # The bandwidth controller -------------------------------------------
+
+    def _controlled(self, instances):
+        """What to plan: instances with the controller's levels in force.
+
+        The first call takes the levels back from the state file that the
+        agent published before it (re)started, so that a restart neither
+        releases nor re-throttles anything by itself.
+        """
+        if not self._resumed:
+            self._resumed = True
+            self.protection.resume(state.read(self.conf.rdt.state_file))
+        return reconcile.controlled(instances, self.protection.levels,
+                                    self.caps)
+
+    def _control(self, rates):
+        if not self._resumed:
+            self._controlled({})
+        changes = self.protection.step(self.caps, self.instances, rates,
+                                       self.monitoring.closids_used)
+        if changes:
+            # Put the new levels in force now, not at the next tick.
+            self.request_full()
+        return self.protection.levels, self.protection.host_doc()
 
     # The loop --------------------------------------------------------------
 

@@ -32,6 +32,27 @@ BMEC_LOCAL = 0x15
 class FeatureFiles(object):
     """Counter assignment, io_alloc and BMEC files of the model."""
 
+    # Package telemetry (Intel AET, 7.0) ----------------------------------
+
+    def telemetry_text(self, group, package, event):
+        """``mon_PERF_PKG_XX/<event>``: own RMID plus its mon groups'."""
+        self._update_counters()
+        members = [group]
+        if group.kind == 'ctrl':
+            members += list(group.mons.values())
+        rmids = [g.rmid for g in members]
+        if event == 'core_energy':
+            # Ground truth as of this read, for benchmarks: what the
+            # reader should have counted from its own readings.
+            self.telemetry_reads[(group.path or '/', package)] = sum(
+                self.telemetry.truth(r, package, event) for r in rmids)
+        return self.telemetry.read(rmids, package, event)
+
+    def telemetry_truth(self, group, package, event):
+        """Exact ground truth of *group*'s RMID (no fixed-point loss)."""
+        self._update_counters()
+        return self.telemetry.truth(group.rmid, package, event)
+
     # Counter assignment (mbm_event mode) -------------------------------------
 
     def _is_assigned(self, group, event, dom):

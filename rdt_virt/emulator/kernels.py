@@ -84,10 +84,22 @@ FEATURES = collections.OrderedDict([
         '6.19', 'fs/resctrl: Introduce interface to modify io_alloc '
         'capability', 'info/<cache>/io_alloc and io_alloc_cbm; enabling '
         'it takes the highest CLOSID (AMD SDCIAE)')),
+    ('perf_pkg', Feature(
+        '7.0', 'x86/resctrl: Enable RDT_RESOURCE_PERF_PKG (Intel '
+        'Application Energy Telemetry, intel_aet.c)', 'on hardware with '
+        'telemetry: info/PERF_PKG_MON, mon_data/mon_PERF_PKG_XX with '
+        'core_energy/activity in fixed point; RMIDs are the minimum over '
+        'the monitoring resources')),
+    ('mpam', Feature(
+        '7.1', 'arm_mpam: resctrl: Add boilerplate cpuhp and domain '
+        'allocation (drivers/resctrl/mpam_resctrl.c)', 'Arm MPAM through '
+        'resctrl: per-CLOSID RMID pools, CDP emulated with two PARTIDs, '
+        'MB in percent rounded to MBW_MAX bands; without it an MPAM host '
+        'has no resctrl')),
 ])
 
 #: Releases offered by name, oldest first; ``newest`` is the last one.
-RELEASES = ('5.14', '5.15', '6.1', '6.8', '6.18', '7.0')
+RELEASES = ('5.14', '5.15', '6.1', '6.8', '6.18', '7.0', '7.1')
 NEWEST = RELEASES[-1]
 #: Releases that the functional test matrix runs by default.
 MATRIX_RELEASES = ('6.1', '6.8', NEWEST)

@@ -114,8 +114,11 @@ class RmidAllocator(object):
 
     # Allocation --------------------------------------------------------------
 
-    def alloc(self, now):
-        """The least recently freed RMID, or KernelError EBUSY/ENOSPC."""
+    def alloc(self, now, closid=0):
+        """The least recently freed RMID, or KernelError EBUSY/ENOSPC.
+
+        x86 RMIDs are independent of CLOSIDs: *closid* is ignored.
+        """
         self.release(now)
         if not self.free:
             raise kparse.KernelError(
@@ -175,3 +178,42 @@ class RmidAllocator(object):
                 # A domain already found clean stays clean, as in the
                 # kernel, which no longer looks at it.
                 entry.pinned[d] = float(value)
+
+
+class PooledRmidAllocator(RmidAllocator):
+    """Arm MPAM's RMIDs: a pool of PMGs per CLOSID.
+
+    ``resctrl_arch_rmid_idx_encode()`` in mpam_resctrl.c makes the RMID
+    index ``closid * num_pmg + pmg``, and with ``RESCTRL_RMID_DEPENDS_ON_
+    CLOSID`` ``alloc_rmid(closid)`` only looks at the entries of that
+    CLOSID: ENOSPC once they are taken (EBUSY while one is in limbo) even
+    when other CLOSIDs have free ones. Index 0 (CLOSID 0, PMG 0) is the
+    default group's.
+
+    :param num_closids: PARTIDs usable by groups.
+    :param num_pmg: PMGs per PARTID.
+    """
+
+    def __init__(self, num_closids, num_pmg, domains, use_limbo,
+                 interval=1.0, half_life=2.0, threshold=lambda: 0):
+        super().__init__(num_closids * num_pmg, domains, use_limbo,
+                         interval, half_life, threshold)
+        self.num_pmg = num_pmg
+
+    def closid_of(self, rmid):
+        return rmid // self.num_pmg
+
+    def alloc(self, now, closid=0):
+        self.release(now)
+        for rmid in self.free:
+            if self.closid_of(rmid) == closid:
+                self.free.remove(rmid)
+                return rmid
+        busy = any(self.closid_of(r) == closid for r in self.limbo)
+        raise kparse.KernelError(
+            errno.EBUSY if busy else errno.ENOSPC, "Out of RMIDs\n")
+
+    def dirty(self, closid, now):
+        """RMIDs of *closid* in limbo (``resctrl_find_cleanest_closid``)."""
+        self.release(now)
+        return sum(1 for r in self.limbo if self.closid_of(r) == closid)

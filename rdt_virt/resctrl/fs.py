@@ -64,6 +64,8 @@ ASSIGNED = 'e'
 UNASSIGNED = '_'
 SENTINELS = ('Unavailable', 'Error', 'Unassigned')
 _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
+# Package telemetry domains (Intel AET, 7.0): one per processor package.
+_PKG_DIR = re.compile(r'^mon_PERF_PKG_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
 
 MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
@@ -384,6 +386,16 @@ class Resctrl(object):
         return sorted(int(m.group(1)) for m in map(_MON_DIR.match, names)
                       if m)
 
+    def pkg_domain_ids(self, group=None, mon_group=None):
+        """Ids of the ``mon_data/mon_PERF_PKG_XX`` package domains."""
+        base = self.path(group, mon_group, 'mon_data')
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for m in map(_PKG_DIR.match, names)
+                      if m)
+
     def capabilities(self):
         """Read the host's :class:`~rdt_virt.resctrl.info.HostCapabilities`.
 
@@ -402,7 +414,9 @@ class Resctrl(object):
             mount_options=self.mount_options(),
             mon_domain_ids=(self.mon_domain_ids()
                             if 'L3_MON/num_rmids' in files else ()),
-            kernel_release=self.kernel_release())
+            kernel_release=self.kernel_release(),
+            pkg_domain_ids=(self.pkg_domain_ids()
+                            if 'PERF_PKG_MON/num_rmids' in files else ()))
 
     # Groups ----------------------------------------------------------------
 
@@ -488,10 +502,12 @@ class Resctrl(object):
         """Move a monitoring group (and its counters) to ``new_group``.
 
         The kernel moves the group's threads to ``new_group`` as well.
-        Only kernels since 6.5 can: older ones answer EPERM.
+        Only kernels since 6.5 can: older ones answer EPERM, and on Arm
+        MPAM, where an RMID belongs to its CLOSID, the kernel answers
+        EOPNOTSUPP for any new parent.
 
-        :raises: RenameRefused on EPERM; the caller moves the threads and
-            re-creates the group instead.
+        :raises: RenameRefused on EPERM or EOPNOTSUPP; the caller moves
+            the threads and re-creates the group instead.
         """
         self._check_owned(name, foreign_ok)
         src = self.path(group, name)
@@ -505,6 +521,12 @@ class Resctrl(object):
                 raise exception.RenameRefused(
                     path=src, group=name, target=new_group or '/',
                     status=os.strerror(e.errno))
+            if e.errno == errno.EOPNOTSUPP:
+                # Arm MPAM: the RMID is a PMG of the old CLOSID, so
+                # rdtgroup_rename() refuses a new parent, with a status.
+                raise exception.RenameRefused(
+                    path=src, group=name, target=new_group or '/',
+                    status=self.last_cmd_status() or os.strerror(e.errno))
             if e.errno == errno.ENOENT:
                 missing = dst if os.path.isdir(src) else src
                 self._missing(os.path.join(missing, 'tasks'))

@@ -32,9 +32,9 @@ MB10, MB20, MB30 = P + 'mb10', P + 'mb20', P + 'mb30'
 
 
 class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
-    """On every kernel of the matrix (shared groups are Intel's)."""
+    """On every kernel of the matrix (shared groups: Intel, AET, MPAM)."""
 
-    scenarios = matrix.scenarios(hosts=['intel'])
+    scenarios = matrix.scenarios(hosts=['intel', 'aet', 'mpam'])
 
     def setUp(self):
         super().setUp()
@@ -186,6 +186,11 @@ class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
         self.agent.tick()
         self.assertPlaced(a, MB20)
         self.assertEqual([MB20], self.groups())
+        if self.profile == 'mpam':
+            # No MBM in this kernel's MPAM driver, and no rename to
+            # another CLOSID: the group was re-created.
+            self.assertFalse(self.agent.executor.can_rename)
+            return
         value = int(self.read(MB20, 'mon_groups', mon, 'mon_data',
                               'mon_L3_00', 'mbm_total_bytes'))
         if kernels.get_kernel(self.kernel).has('mon_rename'):
@@ -214,6 +219,12 @@ class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
             # Before 6.5 the agent's one rename attempt is refused (EPERM)
             # and it re-creates the monitoring group instead.
             self.assertEqual([('rename', 'EPERM')],
+                             [(e['op'], e['result']) for e in refused])
+            refused = []
+        elif self.profile == 'mpam':
+            # MPAM: a monitoring group cannot change CLOSID (its RMID is
+            # a PMG of the old one); refused once, then re-created.
+            self.assertEqual([('rename', 'ENOTSUP')],
                              [(e['op'], e['result']) for e in refused])
             refused = []
         self.assertEqual([], refused)

@@ -38,6 +38,21 @@ class TestBudget(base.TestCase):
     def test_never_negative(self):
         self.assertEqual(0, rotation.rmid_budget(hosts.REFERENCE, -1, 500))
 
+    def test_aet_budget_from_the_smallest_pool(self):
+        # L3_MON says 1024, PERF_PKG_MON 576: the kernel hands out 576, and
+        # 16 of them stay for control groups.
+        self.assertEqual(560, rotation.rmid_budget(hosts.AET))
+        self.assertEqual(557, rotation.rmid_budget(hosts.AET, -1, 3))
+
+    def test_mpam_budget_is_per_control_group(self):
+        # 2 PMGs per CLOSID: each control group holds one monitoring group.
+        self.assertEqual(1, rotation.rmid_budget(hosts.MPAM, parents=1))
+        self.assertEqual(3, rotation.rmid_budget(hosts.MPAM, parents=3))
+        self.assertEqual(2, rotation.rmid_budget(hosts.MPAM, -1, 1,
+                                                 parents=3))
+        # Without knowing the groups: one per CLOSID at most.
+        self.assertEqual(16, rotation.rmid_budget(hosts.MPAM))
+
 
 class TestRotation(base.TestCase):
 

@@ -23,7 +23,8 @@ from tests import base
 from tests.unit.emulator import fakes
 
 FIELDS = ('vendor', 'domains', 'l3', 'mb', 'smba', 'mon', 'cdp',
-          'mba_mbps', 'geometry', 'cpu', 'cmdline', 'snc_ways')
+          'mba_mbps', 'geometry', 'cpu', 'cmdline', 'snc_ways', 'telemetry',
+          'arch')
 
 
 class RoundTripTest(base.TestCase):

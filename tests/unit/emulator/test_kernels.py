@@ -37,7 +37,10 @@ class SpecTest(base.TestCase):
                           'sparse_masks'},
                          kernels.get_kernel('6.8').features)
         newest = kernels.get_kernel()
-        self.assertEqual('7.0', newest.spec)
+        self.assertEqual('7.1', newest.spec)
+        self.assertTrue(newest.has('mpam'))
+        self.assertTrue(kernels.get_kernel('7.0').has('perf_pkg'))
+        self.assertFalse(kernels.get_kernel('7.0').has('mpam'))
         self.assertEqual(newest, kernels.get_kernel('newest'))
         self.assertTrue(newest.has('closid_bitmap'))
         self.assertFalse(newest.has('mkdir_clear_status'))
