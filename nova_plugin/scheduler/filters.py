@@ -41,8 +41,8 @@ host, as Nova's does not; the same counts are logged at INFO, and the
 scheduler's debug log has each host's reason. A multi-create request keeps
 Nova's reason, because Nova gives back the Placement allocations of the
 request's instances already placed only when it raises NoValidHost itself.
-Counting costs nothing per host that passes: the refused hosts' verdicts
-are kept in a list and counted only when no host passed.
+Counting costs nothing per host: only when no host passed are the hosts'
+verdicts, cached by then, looked up again and counted.
 """
 
 import collections
@@ -107,19 +107,19 @@ class RDTFilter(filters.BaseHostFilter):
         debug = LOG.isEnabledFor(std_logging.DEBUG)
         verdict = state.verdict
         passed = []
-        refused = []
         for host_state in filter_obj_list:
-            found = verdict(host_state, request)
-            if found.reason is None:
+            reason = verdict(host_state, request).reason
+            if reason is None:
                 passed.append(host_state)
-            else:
-                refused.append(found)
-                if debug:
-                    LOG.debug('%(host)s fails RDTFilter: %(reason)s',
-                              {'host': host_state, 'reason': found.reason})
-        if not passed and refused:
-            why = 'no host can take %s: %s' % (_asked(request),
-                                               summary(refused))
+            elif debug:
+                LOG.debug('%(host)s fails RDTFilter: %(reason)s',
+                          {'host': host_state, 'reason': reason})
+        if not passed and filter_obj_list:
+            # Every host refused: their verdicts again, from the cache
+            # (the loop above stays as cheap per host as it was).
+            why = 'no host can take %s: %s' % (_asked(request), summary(
+                verdict(host_state, request)
+                for host_state in filter_obj_list))
             LOG.info('Instance %(uuid)s: %(why)s',
                      {'uuid': spec_obj.instance_uuid
                       if spec_obj.obj_attr_is_set('instance_uuid') else '-',
