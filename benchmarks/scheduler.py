@@ -281,6 +281,9 @@ def main(argv=None):
     parser.add_argument('--pairs', type=int, default=9,
                         help='alternating runs of both filters with '
                         '--before')
+    parser.add_argument('--compare-only', action='store_true',
+                        help='with --before: only the alternating pairs, '
+                        'not the tables')
     parser.add_argument('--classes', action='store_true',
                         help='hosts report protection classes, some '
                         'flavors have hw:rdt_priority')
@@ -311,6 +314,9 @@ def main(argv=None):
     before = None
     if args.before:
         before = filter_of(args.before)
+        if args.compare_only:
+            compare(hosts, requests, per, args.before, before, args.pairs)
+            return 0
         sets += [
             ('RDTFilter+RDTWeigher @%s' % args.before,
              [before()], [rdt_weights.RDTWeigher()]),
