@@ -32,17 +32,28 @@ bandwidth domain and some RDT flavors carry ``hw:rdt_priority``, so the
 weigher's class term runs too; without it the workload is the one the
 published figures were measured with.
 
+With ``--before REV``, the RDTFilter of git revision ``REV`` (its
+``nova_plugin/scheduler/filters.py``, on this tree's state module) runs in
+the same process too, and the ratio of this tree's filter to it is printed:
+a change to the filter is measured before and after in one run, on the same
+hosts and requests.
+
 Run::
 
-    python benchmarks/scheduler.py [--hosts 5000] [--requests 100] [--classes]
+    python benchmarks/scheduler.py [--hosts 5000] [--requests 100] \
+        [--classes] [--before main]
 """
 
 import argparse
 import datetime
 import gc
+import importlib.util
 import logging
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -221,7 +232,7 @@ def refresh(hosts):
         hs.service = host_manager.ReadOnlyDict(service)
 
 
-def run(hosts, requests, filters, weighers):
+def run(hosts, requests, filters, weighers, clock=time.perf_counter):
     """Seconds spent in filters and weighers over all requests."""
     filter_handler = nova_filters.HostFilterHandler()
     weight_handler = nova_weights.HostWeightHandler()
@@ -230,15 +241,33 @@ def run(hosts, requests, filters, weighers):
     for spec in requests:
         refresh(hosts)
         gc.disable()
-        start = time.perf_counter()
+        start = clock()
         left = list(filter_handler.get_filtered_objects(
             filters, hosts, spec, 0)) if filters else hosts
         if weighers:
             weight_handler.get_weighed_objects(weighers, left, spec)
-        spent += time.perf_counter() - start
+        spent += clock() - start
         gc.enable()
         passed += len(left)
     return spent, passed
+
+
+def filter_of(rev):
+    """The RDTFilter class of git revision ``rev``, imported aside."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = subprocess.run(
+        ['git', 'show', '%s:nova_plugin/scheduler/filters.py' % rev],
+        cwd=top, check=True, capture_output=True, text=True).stdout
+    with tempfile.NamedTemporaryFile('w', suffix='.py', delete=False) as f:
+        f.write(text)
+    try:
+        spec = importlib.util.spec_from_file_location(
+            'rdt_filters_before', f.name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        os.unlink(f.name)
+    return module.RDTFilter
 
 
 def main(argv=None):
@@ -247,6 +276,14 @@ def main(argv=None):
     parser.add_argument('--requests', type=int, default=100)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--before', metavar='REV',
+                        help='also run the RDTFilter of this git revision')
+    parser.add_argument('--pairs', type=int, default=9,
+                        help='alternating runs of both filters with '
+                        '--before')
+    parser.add_argument('--compare-only', action='store_true',
+                        help='with --before: only the alternating pairs, '
+                        'not the tables')
     parser.add_argument('--classes', action='store_true',
                         help='hosts report protection classes, some '
                         'flavors have hw:rdt_priority')
@@ -274,6 +311,17 @@ def main(argv=None):
         ('  ComputeFilter alone', [compute_filter.ComputeFilter()], []),
         ('  RAMWeigher, all hosts', [], [ram.RAMWeigher()]),
     ]
+    before = None
+    if args.before:
+        before = filter_of(args.before)
+        if args.compare_only:
+            compare(hosts, requests, per, args.before, before, args.pairs)
+            return 0
+        sets += [
+            ('RDTFilter+RDTWeigher @%s' % args.before,
+             [before()], [rdt_weights.RDTWeigher()]),
+            ('  RDTFilter alone @%s' % args.before, [before()], []),
+        ]
     print('%d hosts x %d requests (%d%% with RDT extra specs), %d rounds'
           % (args.hosts, args.requests,
              100 * sum(1 for r in requests if any(
@@ -296,7 +344,38 @@ def main(argv=None):
         ref = min(r[0] for r in base[1:]) if len(base) > 1 else base[0][0]
         print('%-28s %12.3f %12.3f %7.2fx %12d' % (
             name, cold, warm, warm / ref, rounds[-1][1]))
+    if args.before:
+        compare(hosts, requests, per, args.before, before, args.pairs)
     return 0
+
+
+def compare(hosts, requests, per, rev, before, pairs):
+    """This tree's RDTFilter against ``rev``'s, alternating, side by side.
+
+    Each pair runs both filters over every request, in alternating order,
+    so that load from elsewhere on the machine falls on both alike, and
+    counts this process's CPU time (``time.process_time``), which other
+    processes on a loaded machine disturb far less than wall-clock time;
+    the ratio of the medians and of the minimums is printed.
+    """
+    now, then = [], []
+    for i in range(pairs):
+        order = [(now, rdt_filters.RDTFilter()), (then, before())]
+        if i % 2:
+            order.reverse()
+        for times, filt in order:
+            times.append(run(hosts, requests, [filt], [],
+                             clock=time.process_time)[0] / per)
+    now.sort()
+    then.sort()
+    med_now, med_then = now[len(now) // 2], then[len(then) // 2]
+    print('RDTFilter alone, %d alternating pairs (CPU us per host per '
+          'request):' % pairs)
+    print('  %-12s median %7.3f  min %7.3f' % ('this tree', med_now,
+                                               now[0]))
+    print('  %-12s median %7.3f  min %7.3f' % (rev, med_then, then[0]))
+    print('  ratio this tree / %s: median %.3fx, min %.3fx' % (
+        rev, med_now / med_then, now[0] / then[0]))
 
 
 if __name__ == '__main__':

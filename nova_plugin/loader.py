@@ -35,6 +35,8 @@ import importlib.util
 import os
 import sys
 
+from rdt_virt.cmd import output
+
 PACKAGE = 'rdtvirt'
 MODULE = 'nova.virt.' + PACKAGE
 COMPUTE_DRIVER = PACKAGE + '.RDTLibvirtDriver'
@@ -135,6 +137,7 @@ def check():
         COMPUTE_DRIVER, cls.__module__, cls.__name__, find_loader())
 
 
+@output.quiet
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='rdt-virt-nova-loader',

@@ -133,8 +133,11 @@ class HostCannotServe(RDTVirtException):
 
     msg_fmt = _("this host cannot serve the RDT policy: %(reason)s")
 
-    def __init__(self, reason):
+    def __init__(self, reason, cause=None):
         self.reason = reason
+        # The reason without what differs from host to host, so that the
+        # scheduler can count the hosts refused for the same cause.
+        self.cause = cause or reason
         super().__init__(reason=reason)
 
 
@@ -143,8 +146,10 @@ class CapacityExhausted(RDTVirtException):
 
     msg_fmt = _("RDT capacity exhausted on this host: %(reason)s")
 
-    def __init__(self, reason):
+    def __init__(self, reason, cause=None):
         self.reason = reason
+        # As HostCannotServe's.
+        self.cause = cause or reason
         super().__init__(reason=reason)
 
 

@@ -32,14 +32,20 @@ requests ``resources:CUSTOM_RDT_CLOSID`` has its CLOSID counted by Placement
 atomically, so the filter leaves CLOSIDs out for it and checks the rest.
 
 When it refuses every host of a single-instance request, the filter raises
-NoValidHost itself, with a reason that names RDT and the flavor's RDT
-extra specs: Nova's own reason ("There are not enough hosts available.")
-tells the user nothing. The reason names no host, as Nova's does not; the
-scheduler's debug log has each host's. A multi-create request keeps Nova's
-reason, because Nova gives back the Placement allocations of the request's
-instances already placed only when it raises NoValidHost itself.
+NoValidHost itself, with a reason that names RDT, the flavor's RDT extra
+specs and the hosts refused per cause ("2 hosts: ... need L3 CDP, ...;
+1 host: no free CLOSID ..."): Nova's own reason ("There are not enough
+hosts available.") tells the user nothing, and "every host is full" and
+"no host has the feature" call for different fixes. The reason names no
+host, as Nova's does not; the same counts are logged at INFO, and the
+scheduler's debug log has each host's reason. A multi-create request keeps
+Nova's reason, because Nova gives back the Placement allocations of the
+request's instances already placed only when it raises NoValidHost itself.
+Counting costs nothing per host: only when no host passed are the hosts'
+verdicts, cached by then, looked up again and counted.
 """
 
+import collections
 import logging as std_logging
 
 from nova import exception
@@ -53,14 +59,25 @@ from rdt_virt.policy import extra_specs
 LOG = logging.getLogger(__name__)
 
 
-def _no_valid_host(spec_obj, request, hosts, why):
+def _asked(request):
+    specs = getattr(request.flavor, 'extra_specs', None) or {}
+    return ', '.join('%s=%s' % (k, specs[k]) for k in sorted(specs)
+                     if k in extra_specs.BY_KEY)
+
+
+def _no_valid_host(spec_obj, hosts, reason):
     """NoValidHost naming RDT, for a single-instance request; else None."""
     if not hosts or (getattr(spec_obj, 'num_instances', 1) or 1) > 1:
         return None
-    specs = getattr(request.flavor, 'extra_specs', None) or {}
-    asked = ', '.join('%s=%s' % (k, specs[k]) for k in sorted(specs)
-                      if k in extra_specs.BY_KEY)
-    return exception.NoValidHost(reason='RDTFilter: %s (%s).' % (why, asked))
+    return exception.NoValidHost(reason='RDTFilter: %s.' % reason)
+
+
+def summary(verdicts):
+    """``'2 hosts: <cause>; 1 host: <cause>'``, most frequent cause first."""
+    counts = collections.Counter(v.cause for v in verdicts)
+    return '; '.join('%d host%s: %s' % (n, '' if n == 1 else 's', cause)
+                     for cause, n in sorted(counts.items(),
+                                            key=lambda kv: (-kv[1], kv[0])))
 
 
 class RDTFilter(filters.BaseHostFilter):
@@ -82,8 +99,8 @@ class RDTFilter(filters.BaseHostFilter):
             return filter_obj_list
         if request.error is not None:
             LOG.info('No host passes RDTFilter: %s', request.error)
-            error = _no_valid_host(spec_obj, request, filter_obj_list,
-                                   request.error)
+            error = _no_valid_host(spec_obj, filter_obj_list, '%s (%s)' % (
+                request.error, _asked(request)))
             if error is not None:
                 raise error
             return []
@@ -97,10 +114,17 @@ class RDTFilter(filters.BaseHostFilter):
             elif debug:
                 LOG.debug('%(host)s fails RDTFilter: %(reason)s',
                           {'host': host_state, 'reason': reason})
-        if not passed:
-            error = _no_valid_host(
-                spec_obj, request, filter_obj_list, 'no host has the RDT '
-                'capability and free capacity that the flavor asks for')
+        if not passed and filter_obj_list:
+            # Every host refused: their verdicts again, from the cache
+            # (the loop above stays as cheap per host as it was).
+            why = 'no host can take %s: %s' % (_asked(request), summary(
+                verdict(host_state, request)
+                for host_state in filter_obj_list))
+            LOG.info('Instance %(uuid)s: %(why)s',
+                     {'uuid': spec_obj.instance_uuid
+                      if spec_obj.obj_attr_is_set('instance_uuid') else '-',
+                      'why': why})
+            error = _no_valid_host(spec_obj, filter_obj_list, why)
             if error is not None:
                 raise error
         return passed

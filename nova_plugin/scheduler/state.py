@@ -174,17 +174,21 @@ class Verdict(object):
 
     ``mbw`` is the host's measured memory bandwidth (None when unknown or
     for a refusal), ``high`` the number of high-priority instances on its
-    memory bandwidth domain that has the most, for the weigher.
+    memory bandwidth domain that has the most, for the weigher. ``cause``
+    is the refusal reason without what differs from host to host, by which
+    the filter counts the hosts it refused.
     """
 
-    __slots__ = ('plan', 'reason', 'headroom', 'mbw', 'high')
+    __slots__ = ('plan', 'reason', 'headroom', 'mbw', 'high', 'cause')
 
-    def __init__(self, plan, reason, headroom=None, mbw=None, high=0):
+    def __init__(self, plan, reason, headroom=None, mbw=None, high=0,
+                 cause=None):
         self.plan = plan
         self.reason = reason
         self.headroom = headroom
         self.mbw = mbw
         self.high = high
+        self.cause = cause or reason
 
 
 class HostView(object):
@@ -241,7 +245,7 @@ class HostView(object):
                 plan = fit_mod.fit(request.policy, rdt.caps, rdt.strategy,
                                    rdt.monitoring)
             except exception.HostCannotServe as e:
-                plan = Verdict(None, e.reason)
+                plan = Verdict(None, e.reason, cause=e.cause)
             fits[self.caps_id] = plan
         return plan
 
@@ -265,7 +269,7 @@ class HostView(object):
             verdict = Verdict(plan, None, headroom(rdt, plan), rdt.mbw,
                               rdt.most_high)
         except exception.CapacityExhausted as e:
-            verdict = Verdict(plan, e.reason)
+            verdict = Verdict(plan, e.reason, cause=e.cause)
         self.verdicts[id(plan)] = verdict
         return verdict
 

@@ -23,7 +23,6 @@
 """
 
 import dataclasses
-import time
 
 from oslo_log import log as logging
 
@@ -36,8 +35,9 @@ from rdt_virt.resctrl import info
 LOG = logging.getLogger(__name__)
 
 # An agent that has not published for this long (or three of its own
-# intervals, if longer) no longer describes the host.
-AGENT_MIN_MAX_AGE = 60.0
+# intervals, if longer) no longer describes the host: the state module's
+# rule, which every reader of the state file applies.
+AGENT_MIN_MAX_AGE = agent_state.MIN_MAX_AGE
 
 NO_RDT = info.HostCapabilities()
 
@@ -134,10 +134,8 @@ def agent_bandwidth(path, now=None):
     doc = agent_state.read(path)
     if doc is None:
         return None
-    now = time.time() if now is None else now
     try:
-        max_age = max(3 * float(doc.get('interval') or 0), AGENT_MIN_MAX_AGE)
-        if now - float(doc.get('time', 0)) > max_age:
+        if agent_state.is_stale(doc, now):
             return None
         value = doc.get('host', {}).get('mbm_total_bps')
         return None if value is None else float(value)

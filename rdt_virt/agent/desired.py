@@ -42,9 +42,14 @@ from rdt_virt import exception
 from rdt_virt.libvirt import config
 from rdt_virt.libvirt import domain as domain_mod
 from rdt_virt.libvirt import machine as machine_mod
+from rdt_virt.policy import fit
 from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import info
 
 machine_name = machine_mod.machine_name
+# Suffix of the key that holds what the flavor asked, where the host
+# applies something else.
+REQUESTED = '_requested'
 _OWNERS = {'shared': model.SHARED, 'instance': model.INSTANCE,
            'libvirt': model.LIBVIRT}
 
@@ -96,14 +101,32 @@ def held_caches(allocs):
     per_cache = {}
     for alloc in allocs:
         for cache in alloc.caches:
-            key = 'cache_l%d' % cache.level + (
-                '' if cache.type == 'both' else '_' + cache.type)
+            key = cache_key(cache.level, cache.type)
             per_cache[key, cache.cache_id] = per_cache.get(
                 (key, cache.cache_id), 0) + cache.size // 1024
     held = {}
     for (key, _), kib in per_cache.items():
         held[key] = max(held.get(key, 0), kib)
     return held
+
+
+def cache_key(level, ctype):
+    """``cache_l3``, ``cache_l3_code``, ...: the extra spec's name."""
+    return 'cache_l%d' % level + ('' if ctype == 'both' else '_' + ctype)
+
+
+def requested_caches(requests, held):
+    """``{<key>_requested: KiB}`` where the host holds more than asked.
+
+    :param requests: the metadata's CacheMetadata elements.
+    :param held: :func:`held_caches`.
+    """
+    out = {}
+    for req in requests:
+        key = cache_key(req.level, req.type)
+        if key in held and held[key] != req.requested:
+            out[key + REQUESTED] = req.requested
+    return out
 
 
 def _bandwidth(unit, value, requested, owner):
@@ -113,13 +136,33 @@ def _bandwidth(unit, value, requested, owner):
         group=_OWNERS[owner or 'instance'])
 
 
+def applied_bandwidth(bandwidth):
+    """The bandwidth policy as published: ``{key: value}``.
+
+    Keyed like the flavor's extra spec (``mem_bw`` or ``mem_bw_mbps``),
+    with the value the kernel enforces (the request rounded as the host
+    rounds it; AMD units back in MBps), and ``<key>_requested`` beside it
+    when the flavor asked for something else, so that a reader never takes
+    ``hw:mem_bw=15`` for the 20 percent the group holds.
+    """
+    if bandwidth.unit == info.UNIT_PERCENT:
+        key, value = 'mem_bw', bandwidth.value
+    elif bandwidth.unit == info.UNIT_AMD:
+        key, value = 'mem_bw_mbps', bandwidth.value * fit.AMD_MBPS_PER_UNIT
+    else:
+        key, value = 'mem_bw_mbps', bandwidth.value
+    policy = {key: value}
+    if bandwidth.requested != value:
+        policy[key + REQUESTED] = bandwidth.requested
+    return policy
+
+
 def _from_rdtvirt(meta, default_monitor):
     bandwidth = policy = None
     if meta.membw is not None:
         bw = meta.membw
         bandwidth = _bandwidth(bw.unit, bw.value, bw.requested, bw.group)
-        key = 'mem_bw' if bw.unit == 'percent' else 'mem_bw_mbps'
-        policy = {key: bandwidth.requested}
+        policy = applied_bandwidth(bandwidth)
     monitor = default_monitor if meta.monitor is None else meta.monitor
     return policy or {}, bandwidth, monitor
 
@@ -152,7 +195,10 @@ def parse(xml, default_monitor=True):
             policy, bandwidth, monitor = _from_rdtvirt(dom.metadata,
                                                        default_monitor)
             priority = dom.metadata.priority
-        policy = dict(policy, **held_caches(allocs))
+        held = held_caches(allocs)
+        policy = dict(policy, **held)
+        if dom.metadata is not None:
+            policy.update(requested_caches(dom.metadata.caches, held))
     except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
             ValueError, exception.InvalidGroupName) as e:
         raise exception.InvalidXML(what='domain', reason=e)

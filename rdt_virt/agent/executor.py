@@ -60,6 +60,26 @@ class Outcome:
     # Monitoring group creations refused with EBUSY (RMIDs in limbo).
     rmids_busy: int = 0
     not_mounted: bool = False
+    # Threads moved into a control group: {tid: group}.
+    moved: typing.Dict[int, typing.Any] = dataclasses.field(
+        default_factory=dict)
+
+
+def log_repairs(repairs, outcome):
+    """Log, at INFO, each thread put back into its group.
+
+    :param repairs: the plan's ``repairs``.
+    :param outcome: the :class:`Outcome` of applying that plan; only moves
+        that happened are logged.
+    """
+    for repair in repairs:
+        if outcome.moved.get(repair.tid, False) != repair.group:
+            continue
+        LOG.info('Thread %(tid)d of instance %(uuid)s was in %(found)s: '
+                 'put back into %(group)s',
+                 {'tid': repair.tid, 'uuid': repair.uuid,
+                  'found': repair.found or 'the default group',
+                  'group': repair.group or 'the default group'})
 
 
 def _target(action):
@@ -203,6 +223,9 @@ class Executor(object):
                       'Assigned' if action.state == 'e' else 'Released',
                       action.event, action.group, action.mon_group)
         elif isinstance(action, model.AssignTasks):
+            if action.mon_group is None:
+                for tid in result.get('moved') or ():
+                    out.moved[tid] = action.group
             if result.get('gone'):
                 LOG.debug('Threads %s exited before they could move',
                           result['gone'])

@@ -101,6 +101,20 @@ class Result:
     warnings: typing.List[str]
     # A libvirt group is missing and only a full snapshot can restore it.
     needs_full: bool = False
+    # Threads someone moved out of their group, being put back:
+    # [Repair], for the agent to log once each move succeeds.
+    repairs: typing.List[typing.Any] = dataclasses.field(
+        default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Repair:
+    """A thread found away from its control group, moved back."""
+
+    uuid: str
+    tid: int
+    found: typing.Optional[str]     # where it was (None: default group)
+    group: typing.Optional[str]     # where it goes back to
 
 
 # Intents ---------------------------------------------------------------------
@@ -291,6 +305,7 @@ class _Planner(object):
         self.draining = frozenset(draining or ())
         self.where = snapshot.where()
         self.warnings = []
+        self.repairs = []
         self.needs_full = False
         self.creates = []           # CreateGroup + WriteSchemata
         self.fixes = []
@@ -398,6 +413,10 @@ class _Planner(object):
         """Move threads to their control groups; return their final ones."""
         final = {}
         allocs = {a.group for a in it.inst.allocations}
+        # Groups that already hold threads of this instance: a thread away
+        # from one of them was moved, not yet placed.
+        placed = {self.where.get(tid, (ROOT, None))[0]
+                  for tid in it.tid_group}
         for tid, group in sorted(it.tid_group.items()):
             current = self.where.get(tid, (ROOT, None))[0]
             target = current
@@ -414,6 +433,14 @@ class _Planner(object):
             if target != current:
                 self.ctrl_assign.setdefault(target, []).append(tid)
                 self.where[tid] = (target, None)
+                # libvirt places vCPUs in their group before they run, and
+                # the agent placed the others: a thread elsewhere than its
+                # siblings, or than its libvirt group, was moved by hand.
+                if target is not ROOT and (current is not ROOT or
+                                           target in placed or
+                                           target in allocs):
+                    self.repairs.append(Repair(it.inst.uuid, tid, current,
+                                               target))
             final[tid] = target
         return final
 
@@ -680,4 +707,4 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
     planner.mon_groups(managed)
     planner.remove_unused(needed, managed)
     return Result(planner.actions(root_actions), placements,
-                  planner.warnings, planner.needs_full)
+                  planner.warnings, planner.needs_full, planner.repairs)

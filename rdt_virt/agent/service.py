@@ -41,6 +41,7 @@ import time
 from oslo_log import log as logging
 
 from rdt_virt.agent import domains
+from rdt_virt.agent import executor as executor_mod
 from rdt_virt.agent import model
 from rdt_virt.agent import monitoring as monitoring_mod
 from rdt_virt.agent import protection as protection_mod
@@ -212,6 +213,7 @@ class Agent(object):
             if text not in self._warned:
                 LOG.warning('%s', text)
         self._warned = set(result.warnings)
+        executor_mod.log_repairs(result.repairs, outcome)
         if result.needs_full:
             self.request_full()
         return outcome

@@ -71,6 +71,9 @@ from rdt_virt import exception
 VERSION = 1
 # Far more than 10,000 instances take (about 600 bytes each).
 MAX_BYTES = 32 * 1024 * 1024
+# A document is stale after three sample intervals, and never sooner than
+# this (seconds).
+MIN_MAX_AGE = 60.0
 _NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
             'rmids_total', 'rmids_used', 'closids_total', 'closids_used',
             'mon_budget', 'monitored', 'instances', 'coverage',
@@ -196,6 +199,32 @@ def load(path):
     For callers that tell a person why there is no state.
     """
     return parse(_read_text(path))
+
+
+def max_age(doc):
+    """Seconds after which ``doc`` counts as stale.
+
+    Three of the agent's sample intervals, and at least
+    :data:`MIN_MAX_AGE`: one late sample is not a dead agent. Every reader
+    that shows or uses the agent's numbers (the Ceilometer pollsters,
+    ``rdt-virt top``, nova-compute) applies this rule.
+    """
+    try:
+        interval = float(doc.get('interval') or 0)
+    except (TypeError, ValueError):
+        interval = 0.0
+    return max(3 * interval, MIN_MAX_AGE)
+
+
+def age(doc, now=None):
+    """Seconds since the sample of ``doc`` was taken."""
+    now = time.time() if now is None else now
+    return now - float(doc.get('time', 0))
+
+
+def is_stale(doc, now=None):
+    """True if the agent has stopped publishing ``doc``'s successors."""
+    return age(doc, now) > max_age(doc)
 
 
 def read(path, max_age=None, now=None):

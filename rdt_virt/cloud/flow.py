@@ -26,6 +26,7 @@ import subprocess
 import time
 import urllib.request
 
+from rdt_virt.agent import state as state_mod
 from rdt_virt.cloud import services
 from rdt_virt.sandbox import guest
 
@@ -174,8 +175,19 @@ class Flow(object):
             'too-big', ('ERROR',)), timeout=180)
         self.os('server', 'show', 'too-big', '-c', 'status', '-c', 'fault')
         fault = json.dumps(server.get('fault') or {})
-        self.expect('RDT' in fault,
-                    'the fault names RDT: %s' % fault[:200])
+        # Both hosts refused it for the same cause, counted as one.
+        self.expect('RDTFilter: no host can take hw:cache_l3=1048576: '
+                    '2 hosts: 1048576 KiB of L3 needs' in fault,
+                    'the fault counts the hosts RDTFilter refused per '
+                    'cause: %s' % fault[:300])
+        log = self.cloud.daemons.log_file('nova-scheduler')
+        with open(log, errors='replace') as f:
+            logged = [line for line in f if 'INFO' in line and
+                      'no host can take hw:cache_l3=1048576: 2 hosts:' in
+                      line]
+        self.expect(len(logged) >= 1, 'nova-scheduler logs the counts at '
+                    'INFO: %s' % (logged[-1].strip()[-160:] if logged
+                                  else 'nothing in %s' % log))
         self.os('server', 'delete', '--wait', 'too-big')
 
     def _state(self, name, states):
@@ -277,9 +289,13 @@ class Flow(object):
             self.out('-- %s --' % host)
             self.sh(self.cloud.layout.tool('rdt-virt'), '--resctrl-root',
                     root, 'groups')
+            # top exits 3 on a stale state file, which fails this command:
+            # the agent publishes.
+            state_file = self.cloud.host_dir(host, 'host-state.json')
             _, top = self.sh(self.cloud.layout.tool('rdt-virt'),
-                             '--state-file', self.cloud.host_dir(
-                                 host, 'host-state.json'), 'top', '--once')
+                             '--state-file', state_file, 'top', '--once')
+            self.expect('STALE' not in top, '%s: the state file is '
+                        'current' % host)
             # Every server here has an RDT flavor: one libvirt group each,
             # holding its vCPU thread.
             here = [s for s in servers if s['Host'] == host]
@@ -288,6 +304,20 @@ class Flow(object):
             self.expect(top.count('cache_l3=') == len(cached),
                         '%s: top shows the L3 cache held for %d servers'
                         % (host, len(cached)))
+            # What the host applies: hw:mem_bw=10 is a step of the
+            # reference host (no request beside it), hw:cache_l3=2048 is
+            # held as whole ways.
+            policies = {uuid: entry.get('policy') or {} for uuid, entry in
+                        state_mod.load(state_file)['instances'].items()}
+            throttled = [s for s in here if s['Flavor'] == 'rdt.noisy']
+            self.expect(all(policies.get(s['ID']) == {'mem_bw': 10}
+                            for s in throttled) and
+                        top.count('mem_bw=10 ') == len(throttled),
+                        '%s: the state file and top give %d servers the '
+                        'applied mem_bw=10' % (host, len(throttled)))
+            self.expect(all(policies.get(s['ID'], {}).get('cache_l3', 0) >=
+                            2048 for s in cached),
+                        '%s: the cache held is at least the request' % host)
             groups = {}
             for name in os.listdir(root):
                 if name.startswith('qemu-'):

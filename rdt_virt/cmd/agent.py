@@ -36,6 +36,7 @@ from rdt_virt.agent import domains
 from rdt_virt.agent import executor
 from rdt_virt.agent import procfs
 from rdt_virt.agent import service
+from rdt_virt.cmd import output
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt import privsep
@@ -98,6 +99,7 @@ def start_prometheus(agent, conf=CONF):
     return server
 
 
+@output.quiet
 def main(argv=None):
     logging.register_options(CONF)
     CONF(sys.argv[1:] if argv is None else argv, project='rdt-virt',

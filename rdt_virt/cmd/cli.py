@@ -19,7 +19,8 @@
     capabilities     what the host offers (features, CLOSIDs, RMIDs, ...)
     groups           every resctrl group: kind, owner, tasks, schemata
     top              per-instance LLC occupancy and memory bandwidth, live,
-                     in the spirit of ``pqos -r`` (``--once`` for one table)
+                     in the spirit of ``pqos -r`` (``--once`` for one table;
+                     exit status 3 when the agent stopped publishing)
     flavor-audit     flavors whose RDT extra specs lack or contradict their
                      Placement keys, with the ``openstack flavor`` commands
                      that fix them (``[--os-cloud NAME]``)
@@ -36,9 +37,11 @@ import sys
 import time
 import unicodedata
 
+from rdt_virt.agent import desired
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import state as state_mod
 from rdt_virt.cmd import flavor_audit
+from rdt_virt.cmd import output
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.resctrl import capture
@@ -241,10 +244,22 @@ def cmd_groups(rc, args, out):
 # top -------------------------------------------------------------------------
 
 def _policy(policy):
+    """``mem_bw=20(asked=15),cache_l3=3328``: what the host applies.
+
+    The request is shown beside a value where the host applies something
+    else (``<key>_requested`` in the state file).
+    """
     if not policy:
         return '-'
-    return ','.join('%s=%s' % (k, v) for k, v in sorted(policy.items())
-                    if v is not None and k != 'monitor') or '-'
+    cells = []
+    for key, value in sorted(policy.items()):
+        if (value is None or key == 'monitor' or
+                key.endswith(desired.REQUESTED)):
+            continue
+        asked = policy.get(key + desired.REQUESTED)
+        cells.append('%s=%s%s' % (key, value, '' if asked is None
+                                  else '(asked=%s)' % asked))
+    return ','.join(cells) or '-'
 
 
 def _num(value, scale, fmt='%.1f'):
@@ -264,8 +279,7 @@ def top_table(doc):
     host = doc.get('host', {})
     lines = ['TIME %s  interval %.0fs  instances %d  monitored %d  '
              'coverage %.0f%%%s' % (
-                 time.strftime('%Y-%m-%d %H:%M:%S',
-                               time.localtime(doc.get('time', 0))),
+                 _clock(doc.get('time', 0)),
                  doc.get('interval') or 0, host.get('instances', 0),
                  host.get('monitored', 0),
                  100 * (host.get('coverage') or 0),
@@ -327,8 +341,32 @@ def top_table(doc):
     return '\n'.join(lines) + '\n'
 
 
+# Exit status of ``top`` when the last table it showed is stale: the
+# agent stopped publishing (1: no state at all; 2: usage, as argparse).
+STALE = 3
+
+
+def _clock(epoch):
+    return time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(epoch))
+
+
+def stale_line(doc, path, now=None):
+    """The warning for a stale document, or None when it is current.
+
+    The pollsters' rule (:func:`rdt_virt.agent.state.is_stale`): the agent
+    has not published for three of its intervals, and at least a minute.
+    """
+    if not state_mod.is_stale(doc, now):
+        return None
+    return ('STALE: no sample in %s since %s (%.0f s ago; stale after %.0f '
+            's): is rdt-virt-agent running?' % (
+                path, _clock(doc['time']), state_mod.age(doc, now),
+                state_mod.max_age(doc)))
+
+
 def cmd_top(rc, args, out):
     shown = 0
+    stale = False
     while True:
         try:
             doc = state_mod.load(CONF.rdt.state_file)
@@ -347,14 +385,19 @@ def cmd_top(rc, args, out):
         else:
             if not args.once:
                 out.write('\x1b[H\x1b[2J')
+            warning = stale_line(doc, CONF.rdt.state_file)
+            stale = warning is not None
+            if stale:
+                out.write(warning + '\n')
             out.write(top_table(doc))
         out.flush()
         shown += 1
         if args.once or (args.count and shown >= args.count):
-            return 0
+            return STALE if stale else 0
         time.sleep(args.interval)
 
 
+@output.quiet
 def main(argv=None, out=None, connect=None):
     """Run ``rdt-virt``; ``connect`` replaces openstacksdk's."""
     out = out or sys.stdout

@@ -39,6 +39,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from rdt_virt.cmd import output
 from rdt_virt.emulator import control
 from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
@@ -221,6 +222,7 @@ def _kernels():
     return 0
 
 
+@output.quiet
 def main(argv=None):
     args = _parser().parse_args(argv)
     _setup_logging(args.debug)
@@ -253,10 +255,6 @@ def main(argv=None):
             fromtree.TreeError) as e:
         print('rdt-virt-emulator: error: %s' % e, file=sys.stderr)
         return 1
-    except BrokenPipeError:
-        # Output piped into head(1) or the like: not an error.
-        sys.stdout = None
-        return 0
 
 
 if __name__ == '__main__':

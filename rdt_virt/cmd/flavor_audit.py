@@ -16,7 +16,16 @@ Lists, through the compute API (openstacksdk), every flavor, public or
 private, with RDT extra specs whose Placement keys are missing or
 contradict them (:func:`rdt_virt.policy.placement.audit`), and prints the
 ``openstack flavor`` commands that fix each. The output is a shell script:
-findings are comments, fixes are commands.
+findings are comments, fixes are commands. Each finding says what the
+flavor is:
+
+* ``conflicting keys``: its Placement keys contradict its ``hw:`` keys;
+  compute hosts refuse it;
+* ``Placement mode, lacks ...``: it requests its CLOSID or an RDT trait
+  from Placement but lacks a key (a trait: Placement may offer a host
+  without the feature, which RDTFilter then refuses);
+* ``filter-only, lacks ...``: no RDT Placement key at all; RDTFilter alone
+  places it, which works but is not atomic.
 
 Exit status: 0 when no flavor needs a change, 1 when some do, 2 when the
 cloud cannot be reached.
@@ -67,13 +76,14 @@ def report(found, out):
             out.write('%s: invalid RDT extra specs, fix by hand: %s\n' % (
                 label, result.message))
             continue
-        if result.conflicts:
-            out.write('%s: refused by compute hosts: %s\n' % (
-                label, '; '.join(result.conflicts)))
+        lacks = ', '.join('%s=%s' % kv for kv in sorted(result.set.items()))
+        if result.kind == placement.CONFLICTING:
+            out.write('%s: conflicting keys, refused by compute hosts: %s\n'
+                      % (label, '; '.join(result.conflicts)))
+        elif result.kind == placement.PLACEMENT_INCOMPLETE:
+            out.write('%s: Placement mode, lacks %s\n' % (label, lacks))
         else:
-            out.write('%s: filter-only, lacks %s\n' % (
-                label, ', '.join('%s=%s' % kv
-                                 for kv in sorted(result.set.items()))))
+            out.write('%s: filter-only, lacks %s\n' % (label, lacks))
         for command in placement.fix_commands(flavor.id, result):
             out.write(command + '\n')
 

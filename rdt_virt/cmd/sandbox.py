@@ -44,6 +44,7 @@ import time
 from rdt_virt.cloud import cloud as cloud_mod
 from rdt_virt.cloud import flow as flow_mod
 from rdt_virt.cloud import process
+from rdt_virt.cmd import output
 from rdt_virt.emulator import control
 from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import kernels
@@ -109,6 +110,7 @@ def cloud_main(args):
     return 0
 
 
+@output.quiet
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='rdt-virt-sandbox',

@@ -36,10 +36,12 @@ import shutil
 import sys
 import tempfile
 
+from rdt_virt.cmd import output
 from rdt_virt.sandbox import launcher
 from rdt_virt.sandbox import scenario
 
 
+@output.quiet
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='rdt-virt-scenario',

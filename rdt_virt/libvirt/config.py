@@ -425,12 +425,49 @@ class MemBwMetadata(_XMLObject):
 
 
 @dataclasses.dataclass(frozen=True)
+class CacheMetadata(_XMLObject):
+    """``<rdtvirt:cache level type requested/>``: the flavor's cache request.
+
+    In KiB, before the host rounds it up to whole ways (the ``<cachetune>``
+    holds the rounded size), so that readers can show both.
+    """
+
+    level: int
+    type: str
+    requested: int
+
+    what = 'rdt-virt cache metadata'
+
+    def __post_init__(self):
+        _uint_field(self.level, self.what, 'level', 1)
+        _uint_field(self.requested, self.what, 'requested', 1)
+        if self.type not in CACHE_TYPES:
+            raise _invalid(self.what, 'type must be one of %s, not %r',
+                           ', '.join(CACHE_TYPES), self.type)
+
+    def to_element(self):
+        return etree.Element(_ns('cache'), nsmap={PREFIX: NAMESPACE},
+                             level=str(self.level), type=self.type,
+                             requested=str(self.requested))
+
+    @classmethod
+    def from_element(cls, el):
+        xmlutil.expect(el, _ns('cache'), cls.what)
+        return cls(level=xmlutil.uint_attr(el, 'level', cls.what),
+                   type=xmlutil.attr(el, 'type', cls.what),
+                   requested=xmlutil.uint_attr(el, 'requested', cls.what))
+
+
+@dataclasses.dataclass(frozen=True)
 class RDTMetadata(_XMLObject):
     """rdt-virt's ``<rdtvirt:rdt>`` element in a domain's ``<metadata>``."""
 
     membw: typing.Optional[MemBwMetadata] = None
     monitor: typing.Optional[bool] = None
     priority: str = extra_specs.PRIORITY_NORMAL
+    # The cache requests (older drivers wrote none; readers ignore the
+    # element if they do not know it).
+    caches: typing.Tuple[CacheMetadata, ...] = ()
 
     what = 'rdt-virt metadata'
     #: The tag, as lxml names it, to find the element in a domain.
@@ -445,6 +482,7 @@ class RDTMetadata(_XMLObject):
         if self.priority not in extra_specs.PRIORITIES:
             raise _invalid(self.what, 'priority must be one of %s, not %r',
                            ', '.join(extra_specs.PRIORITIES), self.priority)
+        _freeze(self, 'caches', tuple(self.caches))
 
     def to_element(self):
         el = etree.Element(self.TAG, nsmap={PREFIX: NAMESPACE},
@@ -456,6 +494,7 @@ class RDTMetadata(_XMLObject):
                              enabled='yes' if self.monitor else 'no')
         if self.priority != extra_specs.PRIORITY_NORMAL:
             etree.SubElement(el, _ns('priority'), {'class': self.priority})
+        el.extend(c.to_element() for c in self.caches)
         return el
 
     @classmethod
@@ -484,4 +523,6 @@ class RDTMetadata(_XMLObject):
             # treating it as normal would drop a protection silently.
             priority = xmlutil.attr(priorities[0], 'class', cls.what)
         return cls(membw=MemBwMetadata.from_element(membw[0])
-                   if membw else None, monitor=monitor, priority=priority)
+                   if membw else None, monitor=monitor, priority=priority,
+                   caches=[CacheMetadata.from_element(c) for c in
+                           xmlutil.children(el, _ns('cache'))])

@@ -113,8 +113,11 @@ def metadata(plan):
             unit=mem_bw.unit, value=mem_bw.value,
             group=_GROUPS[plan.mb_owner],
             requested=None if same else mem_bw.requested)
+    caches = [config.CacheMetadata(level=alloc.level, type=alloc.type,
+                                   requested=alloc.requested_kib)
+              for alloc in plan.caches]
     return config.RDTMetadata(membw=membw, monitor=plan.monitor,
-                              priority=plan.priority)
+                              priority=plan.priority, caches=caches)
 
 
 def elements(policy, plan, vcpus):

@@ -81,10 +81,11 @@ class Capacity:
             for dom, ways, _size in alloc.domains:
                 run = self.largest_free_run(alloc.resource, dom)
                 if run < ways:
+                    cause = '%s cache %d has no %d contiguous free ways' % (
+                        alloc.resource, dom, ways)
                     raise exception.CapacityExhausted(
-                        '%s cache %d has no %d contiguous free ways (the '
-                        'longest free run is %d)' % (
-                            alloc.resource, dom, ways, run))
+                        '%s (the longest free run is %d)' % (cause, run),
+                        cause=cause)
 
     def claim(self, plan):
         """Check ``plan`` and return the capacity left after it.

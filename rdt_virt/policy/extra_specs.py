@@ -87,7 +87,9 @@ class ExtraSpec:
     def allowed(self):
         """Human-readable description of the allowed values."""
         if self.type is bool:
-            return 'a boolean (true/false, yes/no, 1/0)'
+            return 'a boolean (%s for true; %s for false)' % (
+                ', '.join(strutils.TRUE_STRINGS),
+                ', '.join(strutils.FALSE_STRINGS))
         if self.type is str:
             return 'one of %s' % ', '.join(self.choices)
         if self.max is None:

@@ -135,6 +135,16 @@ def rdt_traits(extra_specs):
     return found
 
 
+# What a flavor that needs changes is (Audit.kind).
+#: Its Placement keys contradict its hw: keys: compute hosts refuse it.
+CONFLICTING = 'conflicting'
+#: It requests RDT from Placement (a CLOSID or an RDT trait) but lacks
+#: some of the keys: Placement may pick a host without the feature.
+PLACEMENT_INCOMPLETE = 'placement-incomplete'
+#: It has no RDT Placement key: only RDTFilter places it (not atomic).
+FILTER_ONLY = 'filter-only'
+
+
 @dataclasses.dataclass(frozen=True)
 class Audit:
     """How a flavor's Placement keys compare with its ``hw:`` RDT keys."""
@@ -146,6 +156,8 @@ class Audit:
     # Contradictions between hw: and Placement keys, as sentences; the
     # compute host refuses a flavor that has any.
     conflicts: typing.Tuple[str, ...]
+    # CONFLICTING, PLACEMENT_INCOMPLETE or FILTER_ONLY (when not ok).
+    kind: str = FILTER_ONLY
 
     @property
     def ok(self):
@@ -201,8 +213,14 @@ def audit(extra_specs):
             conflicts.append('forbids trait %s, its hw: keys need it' %
                              name)
         to_set['trait:' + name] = REQUIRED
+    if conflicts:
+        kind = CONFLICTING
+    elif requested is not None or traits:
+        kind = PLACEMENT_INCOMPLETE
+    else:
+        kind = FILTER_ONLY
     return Audit(set=to_set, unset=tuple(sorted(to_unset)),
-                 conflicts=tuple(conflicts))
+                 conflicts=tuple(conflicts), kind=kind)
 
 
 def conflicts(extra_specs):

@@ -37,6 +37,8 @@ import tempfile
 
 import yaml
 
+from rdt_virt.cmd import output
+
 FRAGMENT = 'gnocchi_resources_rdt.yaml'
 CEILOMETER_DEFAULT = os.path.join('publisher', 'data',
                                   'gnocchi_resources.yaml')
@@ -128,6 +130,7 @@ def write_atomically(path, data):
         raise
 
 
+@output.quiet
 def main(argv=None, out=None):
     out = out or sys.stdout
     parser = argparse.ArgumentParser(

@@ -69,8 +69,6 @@ three agent sample intervals (and at least a minute) is ignored: the agent
 is not running and its numbers are stale.
 """
 
-import time
-
 from ceilometer.compute.pollsters import util
 from ceilometer.polling import plugin_base
 from ceilometer import sample
@@ -82,7 +80,7 @@ from rdt_virt.conf import rdt as rdt_conf
 LOG = logging.getLogger(__name__)
 
 CACHE_KEY = 'rdt_virt.state'
-MIN_MAX_AGE = 60.0
+MIN_MAX_AGE = state.MIN_MAX_AGE
 
 
 def read_state(path, now=None):
@@ -90,9 +88,7 @@ def read_state(path, now=None):
     doc = state.read(path)
     if doc is None:
         return None
-    now = time.time() if now is None else now
-    max_age = max(3 * float(doc.get('interval') or 0), MIN_MAX_AGE)
-    if now - float(doc.get('time', 0)) > max_age:
+    if state.is_stale(doc, now):
         LOG.warning('Ignoring the stale rdt-virt state file %s (is '
                     'rdt-virt-agent running?)', path)
         return None

@@ -22,6 +22,11 @@ Per instance (labels ``instance_uuid`` and ``group``; ``domain`` too with
 * ``rdt_virt_instance_memory_bandwidth_local_bytes_per_second``
 * ``rdt_virt_instance_llc_occupancy_bytes``
 * ``rdt_virt_instance_monitored`` (1 when the instance has values now)
+* ``rdt_virt_instance_policy`` (label ``setting``: ``mem_bw``,
+  ``mem_bw_mbps``, ``cache_l3``, ...): what the host applies, in the
+  extra spec's unit (percent, MBps, KiB), and
+  ``rdt_virt_instance_policy_requested`` where the flavor asked for
+  something else (``hw:mem_bw=15`` applied as 20 percent)
 
 and on hosts with Intel's package telemetry (Linux 7.0), named like
 Kepler's ``kepler_vm_cpu_watts``/``kepler_vm_cpu_joules_total`` for the
@@ -132,7 +137,27 @@ _DOMAIN = (
      'Active high-priority instances on the domain'),
 )
 LABELS = ['instance_uuid', 'group']
+# The suffix of a requested value in a state file policy (the agent's
+# rdt_virt.agent.desired.REQUESTED; not imported, this module runs where
+# only the state file is).
+REQUESTED = '_requested'
 NAME_LABELS = ['instance_uuid', 'domain', 'group']
+
+
+def _number(value):
+    return (not isinstance(value, bool) and isinstance(value, (int, float)))
+
+
+def _add_policy(applied, requested, labels, policy):
+    # The state file's policy: {key: applied, key_requested: asked}.
+    for key, value in sorted((policy or {}).items()):
+        if not _number(value):
+            continue
+        if key.endswith(REQUESTED):
+            requested.add_metric(labels + [key[:-len(REQUESTED)]],
+                                 float(value))
+        else:
+            applied.add_metric(labels + [key], float(value))
 
 
 class StateCollector(object):
@@ -179,6 +204,14 @@ class StateCollector(object):
             'rdt_virt_instance_monitored',
             '1 when the instance has monitoring values now',
             labels=label_names)
+        applied = core.GaugeMetricFamily(
+            'rdt_virt_instance_policy', 'RDT setting the host applies to '
+            'the instance, in its extra spec\'s unit',
+            labels=label_names + ['setting'])
+        requested = core.GaugeMetricFamily(
+            'rdt_virt_instance_policy_requested', 'What the flavor asked '
+            'for, where the host applies another value',
+            labels=label_names + ['setting'])
         for uuid, inst in sorted((doc.get('instances') or {}).items()):
             labels = self._labels(uuid, inst)
             has = False
@@ -188,8 +221,11 @@ class StateCollector(object):
                     family.add_metric(labels, float(value))
                     has = True
             monitored.add_metric(labels, 1.0 if has else 0.0)
+            _add_policy(applied, requested, labels, inst.get('policy'))
         yield from families.values()
         yield monitored
+        yield applied
+        yield requested
         yield from self._energy(doc, label_names)
         yield from self._controller(doc, label_names)
         host = doc.get('host') or {}

@@ -12,6 +12,7 @@
 
 """The agent converges an emulated host and repairs its drift."""
 
+import logging
 import os
 import time
 
@@ -97,6 +98,29 @@ class TestConverge(testscenarios.WithScenarios, base.AgentTestCase):
             self.c))[0]))
         self.agent.tick()
         self.assertConverged()
+
+    def test_threads_put_back_are_logged_once_each(self):
+        log = self.useFixture(fixtures.FakeLogger(
+            name='rdt_virt.agent.executor', level=logging.INFO,
+            format='%(message)s'))
+        self.boot_three()
+        self.agent.tick()
+        # Placing the threads of new instances is no repair.
+        self.assertNotIn('put back', log.output)
+        ta = sorted(self.host.vcpu_tids(self.a))[0]
+        tb = sorted(self.host.vcpu_tids(self.b))[-1]
+        self.write('tasks', str(ta))
+        self.write(MB30 + '/tasks', str(tb))
+        self.agent.tick()
+        self.assertConverged()
+        self.agent.tick()
+        lines = sorted(line for line in log.output.splitlines()
+                       if 'put back' in line)
+        self.assertEqual(sorted(
+            ['Thread %d of instance %s was in the default group: put back '
+             'into %s' % (ta, self.a, MB10),
+             'Thread %d of instance %s was in %s: put back into %s' % (
+                 tb, self.b, MB30, MB10)]), lines)
 
     def test_drift_monitoring_group_deleted(self):
         self.boot_three()

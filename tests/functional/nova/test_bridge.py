@@ -21,6 +21,7 @@ hardware. libvirt must create the group the driver asked for.
 
 from lxml import etree
 
+from rdt_virt.agent import desired
 from rdt_virt.libvirt import domain as domain_mod
 from rdt_virt.policy import default_group
 from rdt_virt.resctrl import bitmask
@@ -96,6 +97,13 @@ class TestDriverXMLOnRealLibvirt(base.RDTServersTestBase):
         self.assertTrue(live.nova_owned)
         self.assertEqual(server['id'], live.uuid)
         self.assertEqual(wrote.metadata, live.metadata)
+        # The agent publishes what the group holds, the request beside it.
+        held = 2 * caps.caches['L3'].way_size(0) // 1024
+        self.assertEqual(dict({'mem_bw': 20, 'mem_bw_requested': 15,
+                               'cache_l3': held},
+                              **({} if held == 4096 else
+                                 {'cache_l3_requested': 4096})),
+                         desired.parse(dom.XMLDesc(0)).policy)
         self.assertEqual(
             [(t.vcpus, t.caches) for t in wrote.cachetunes],
             [(t.vcpus, t.caches) for t in live.cachetunes])

@@ -72,9 +72,12 @@ class FlavorAuditTest(base.RDTServersTestBase):
         cache = self.make('cache', {'hw:cache_l3': '4096',
                                     'hw:mem_bw': '20'}, is_public=False)
         stray = self.make('stray', {'resources:CUSTOM_RDT_CLOSID': '1'})
+        # Its CLOSID from Placement, but not the trait.
+        notrait = self.make('no trait', {'hw:mem_bw': '10',
+                                         'resources:CUSTOM_RDT_CLOSID': '1'})
         rc, out, err = self.audit()
         self.assertEqual(1, rc, err)
-        self.assertEqual('3 flavor(s) to change\n', err)
+        self.assertEqual('4 flavor(s) to change\n', err)
         self.assertEqual(
             '# cache (id %(cache)s): filter-only, lacks '
             'resources:CUSTOM_RDT_CLOSID=1, '
@@ -87,11 +90,15 @@ class FlavorAuditTest(base.RDTServersTestBase):
             'resources:CUSTOM_RDT_CLOSID=1, trait:CUSTOM_RDT_MBA=required\n'
             'openstack flavor set --property resources:CUSTOM_RDT_CLOSID=1 '
             '--property trait:CUSTOM_RDT_MBA=required %(batch)s\n'
-            '# stray (id %(stray)s): refused by compute hosts: requests 1 '
-            'CUSTOM_RDT_CLOSID, no hw: key uses one\n'
+            '# no trait (id %(notrait)s): Placement mode, lacks '
+            'trait:CUSTOM_RDT_MBA=required\n'
+            'openstack flavor set --property trait:CUSTOM_RDT_MBA=required '
+            '%(notrait)s\n'
+            '# stray (id %(stray)s): conflicting keys, refused by compute '
+            'hosts: requests 1 CUSTOM_RDT_CLOSID, no hw: key uses one\n'
             'openstack flavor unset --property resources:CUSTOM_RDT_CLOSID '
             '%(stray)s\n' % {'cache': cache, 'batch': batch,
-                             'stray': stray}, out)
+                             'stray': stray, 'notrait': notrait}, out)
 
         # Apply the printed commands as the openstack client does them,
         # through openstacksdk, and audit again: nothing left.

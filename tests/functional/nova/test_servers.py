@@ -138,9 +138,11 @@ class RDTServersTest(base.RDTServersTestBase):
                 <cache id="1" level="3" type="both" size="6656" unit="KiB"/>
               </cachetune>
             </cputune>'''), cputune(self.domain_xml(server)))
+        # The request beside the two ways held, for the agent to publish.
         expected = compact('''
             <rdtvirt:rdt xmlns:rdtvirt="%s" version="1">
               <rdtvirt:monitor enabled="no"/>
+              <rdtvirt:cache level="3" type="both" requested="4096"/>
             </rdtvirt:rdt>''' % RDT_NS)
         self.assertEqual(expected, rdt_metadata(self.domain_xml(server)))
 

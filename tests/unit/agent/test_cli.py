@@ -161,6 +161,16 @@ class TestCLI(base.TestCase):
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
 
+    def test_top_shows_the_applied_bandwidth_and_the_request(self):
+        # hw:mem_bw=15 on a host with steps of 10: the group holds 20.
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1]['policy'] = {
+            'mem_bw': 20, 'mem_bw_requested': 15, 'cache_l3': 3328}
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual('cache_l3=3328,mem_bw=20(asked=15)',
+                         text.splitlines()[2].split()[3])
+
     def test_top_shows_core_power_with_telemetry(self):
         doc = test_pollsters.document(time.time())
         doc['instances'][test_pollsters.UUID1]['power_watts'] = 3.5
@@ -200,6 +210,36 @@ class TestCLI(base.TestCase):
         code, text = self.run_cli('top', '--once')
         self.assertIn('MBM counters: mbm_event mode, 32 per domain, 0 free, '
                       '16 instances counted (40%)', text.splitlines()[1])
+
+    def test_top_on_a_stale_state_file(self):
+        # The agent was killed: its last table must not pass for current,
+        # and a script must tell from the exit status. The pollsters' rule:
+        # stale after three sample intervals, and at least a minute.
+        now = time.time()
+        state.write(self.state, test_pollsters.document(now - 59))
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(0, code)
+        self.assertNotIn('STALE', text)
+        written = now - 80
+        state.write(self.state, test_pollsters.document(written))
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(cli.STALE, code)
+        first = text.splitlines()[0]
+        self.assertIn('STALE: no sample in %s since %s (8' % (
+            self.state, time.strftime('%Y-%m-%d %H:%M:%S',
+                                      time.localtime(written))), first)
+        self.assertIn('stale after 60 s): is rdt-virt-agent running?',
+                      first)
+        # The live view says so at every refresh and ends the same way.
+        code, text = self.run_cli('top', '--count', '2', '--interval', '0')
+        self.assertEqual(cli.STALE, code)
+        self.assertEqual(2, text.count('STALE: '))
+        # A longer interval moves the limit: 80 s is not three of 30 s.
+        doc = test_pollsters.document(written)
+        doc['interval'] = 30.0
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(0, code)
 
     def test_top_without_agent(self):
         code, text = self.run_cli('top', '--once')

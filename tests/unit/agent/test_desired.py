@@ -66,8 +66,11 @@ class TestParse(base.TestCase):
         self.assertEqual({0: 20, 1: 20}, alloc.bandwidth)
         self.assertEqual(6656 * 1024, alloc.caches[0].size)
         self.assertTrue(alloc.monitor)
-        # What the host holds per L3, for top and the samples.
-        self.assertEqual({'mem_bw': 15, 'cache_l3': 6656}, inst.policy)
+        # What the host holds per L3 and the bandwidth the group gets
+        # (hw:mem_bw=15 in steps of 10), the request beside it.
+        self.assertEqual({'mem_bw': 20, 'mem_bw_requested': 15,
+                          'cache_l3': 6656, 'cache_l3_requested': 4096},
+                         inst.policy)
 
     def test_cdp_caches_in_the_policy(self):
         inst = desired.parse(domain(metadata=NOVA + RDT % (
@@ -128,8 +131,24 @@ class TestParse(base.TestCase):
         self.assertEqual(model.BandwidthPolicy('amd', 8, 1000,
                                                model.INSTANCE),
                          inst.bandwidth)
+        # 8 units of 1/8 GBps: the 1000 MBps asked for.
         self.assertEqual({'mem_bw_mbps': 1000}, inst.policy)
         self.assertFalse(inst.monitor)
+        inst = desired.parse(domain(metadata=NOVA + RDT % (
+            '<rdtvirt:membw unit="amd" value="8" requested="900" '
+            'group="instance"/>')))
+        self.assertEqual({'mem_bw_mbps': 1000, 'mem_bw_mbps_requested': 900},
+                         inst.policy)
+
+    def test_applied_bandwidth(self):
+        for bw, policy in (
+                (model.BandwidthPolicy('percent', 10, 10, model.SHARED),
+                 {'mem_bw': 10}),
+                (model.BandwidthPolicy('percent', 20, 15, model.LIBVIRT),
+                 {'mem_bw': 20, 'mem_bw_requested': 15}),
+                (model.BandwidthPolicy('MBps', 2000, 1990, model.INSTANCE),
+                 {'mem_bw_mbps': 2000, 'mem_bw_mbps_requested': 1990})):
+            self.assertEqual(policy, desired.applied_bandwidth(bw))
 
     def test_monitoring_only_metadata(self):
         inst = desired.parse(domain(metadata=NOVA + RDT % (

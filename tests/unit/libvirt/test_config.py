@@ -311,6 +311,14 @@ class TestMetadata(xmlassert.XMLTestCase):
          """<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">
               <rdtvirt:monitor enabled="yes"/>
             </rdtvirt:rdt>""" % NS),
+        # The cache requests, before the host rounds them to ways.
+        (RM(monitor=True, caches=(config.CacheMetadata(3, 'code', 1024),
+                                  config.CacheMetadata(3, 'data', 2048))),
+         """<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">
+              <rdtvirt:monitor enabled="yes"/>
+              <rdtvirt:cache level="3" type="code" requested="1024"/>
+              <rdtvirt:cache level="3" type="data" requested="2048"/>
+            </rdtvirt:rdt>""" % NS),
         (RM(), '<rdtvirt:rdt xmlns:rdtvirt="%s" version="1"/>' % NS),
         (RM(MB('percent', 20, 'shared', requested=15), monitor=True,
             priority='low'),

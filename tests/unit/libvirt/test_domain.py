@@ -46,7 +46,8 @@ class TestFixtures(xmlassert.XMLTestCase):
                 [config.MemoryTuneMonitor('0-3')], id='vcpus_0-3'),),
             metadata=config.RDTMetadata(
                 config.MemBwMetadata('percent', 20, 'instance', 15),
-                monitor=True))
+                monitor=True,
+                caches=(config.CacheMetadata(3, 'both', 4096),)))
         self.assertEqual(expected, dom)
         self.assertTrue(dom.has_rdt)
         self.assertEqual(frozenset(range(4)), dom.vcpu_ids)

@@ -56,6 +56,13 @@ class TestElements(base.TestCase):
             'group="instance"/><rdtvirt:monitor enabled="yes"/>'
             '</rdtvirt:rdt>' % NS), tostring(result.metadata))
 
+    def test_cache_request_in_the_metadata(self):
+        # 2048 KiB held as one way of 3328 KiB: the agent shows both.
+        result = elements(cache_l3=2048, vcpus=1)
+        self.assertIn(
+            '<rdtvirt:cache level="3" type="both" requested="2048"/>',
+            tostring(result.metadata))
+
     def test_mem_bw_shared_is_metadata_only(self):
         result = elements(strategy='shared', mem_bw=10)
         self.assertEqual([], result.cputune)

@@ -11,8 +11,10 @@
 # under the License.
 
 import dataclasses
+import logging
 from unittest import mock
 
+import fixtures
 from nova import exception
 
 from nova_plugin.scheduler import filters
@@ -116,7 +118,8 @@ class TestRDTFilter(base.TestCase):
         e = self.assertRaises(exception.NoValidHost, self.filt.filter_all,
                               [no_mba],
                               fakes.request_spec({'hw:rdt_priority': 'low'}))
-        self.assertIn('(hw:rdt_priority=low)', str(e))
+        self.assertIn('no host can take hw:rdt_priority=low: 1 host: ',
+                      str(e))
 
     def test_closid_capacity(self):
         specs = {'hw:mem_bw': '10'}
@@ -199,9 +202,9 @@ class TestRDTFilter(base.TestCase):
         e = self.assertRaises(exception.NoValidHost, self.filt.filter_all,
                               [full], spec)
         self.assertEqual(
-            'No valid host was found. RDTFilter: no host has the RDT '
-            'capability and free capacity that the flavor asks for '
-            '(hw:mem_bw=10).', str(e))
+            'No valid host was found. RDTFilter: no host can take '
+            'hw:mem_bw=10: 1 host: no free CLOSID for a new resctrl '
+            'control group.', str(e))
         # A multi-create request keeps Nova's reason: Nova gives back the
         # allocations of the instances it placed only when it raises.
         spec.num_instances = 3
@@ -209,6 +212,40 @@ class TestRDTFilter(base.TestCase):
         # No host given: nothing to refuse.
         self.assertEqual([], self.filt.filter_all([], fakes.request_spec(
             {'hw:mem_bw': '10'})))
+
+    def test_refusals_are_counted_per_cause(self):
+        # "Every host is full" and "no host has CDP" call for different
+        # fixes: the reason counts the hosts refused per cause, and the
+        # same line reaches the scheduler's log at INFO.
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_plugin.scheduler.filters', level=logging.INFO))
+        hosts = [fakes.host_state('ref%d' % i, fakes.stats())
+                 for i in range(2)]
+        hosts.append(fakes.host_state('plain', None))
+        spec = fakes.request_spec({'hw:cache_l3_code': '1024',
+                                   'hw:cache_l3_data': '1024'})
+        e = self.assertRaises(exception.NoValidHost, self.filt.filter_all,
+                              hosts, spec)
+        why = ('no host can take hw:cache_l3_code=1024, '
+               'hw:cache_l3_data=1024: 2 hosts: hw:cache_l3_code and '
+               'hw:cache_l3_data need L3 CDP, which the host does not have '
+               'enabled; 1 host: the host reports no RDT (no rdt-virt '
+               'driver)')
+        self.assertEqual('No valid host was found. RDTFilter: %s.' % why,
+                         str(e))
+        self.assertIn(why, log.output)
+
+    def test_hosts_short_of_ways_count_as_one_cause(self):
+        # The longest free run differs from host to host; the cause does
+        # not, so the hosts are counted together.
+        ways = [fakes.host_state('h%d' % i, fakes.stats(free_ways=mask))
+                for i, mask in enumerate((0x1, 0x3))]
+        full = fakes.host_state('full', fakes.stats(closids=0))
+        e = self.assertRaises(
+            exception.NoValidHost, self.filt.filter_all, ways + [full],
+            fakes.request_spec({'hw:cache_l3': '12000'}))
+        self.assertIn(': 2 hosts: L3 cache 0 has no 4 contiguous free ways; '
+                      '1 host: no free CLOSID', str(e))
 
     def test_instances_placed_consume_capacity(self):
         a = fakes.host_state('a', fakes.stats(closids=1))

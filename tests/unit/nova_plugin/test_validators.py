@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import os
+import re
 import types
 from unittest import mock
 
@@ -31,6 +33,39 @@ class TestValidators(base.TestCase):
     def test_one_validator_per_extra_spec(self):
         self.assertEqual(sorted(spec.key for spec in extra_specs.EXTRA_SPECS),
                          sorted(self.by_name))
+
+    def test_documented_rdt_monitor_values_are_what_the_api_accepts(self):
+        # admin/extra-specs.rst lists the values; the API must take each of
+        # them with its meaning, and no other.
+        path = os.path.join(os.path.dirname(base.FIXTURES_DIR), os.pardir,
+                            'doc', 'source', 'admin', 'extra-specs.rst')
+        with open(path) as f:
+            text = ' '.join(f.read().split())
+        match = re.search(r'for true (.*?); for false (.*?)\. ', text)
+        self.assertIsNotNone(match, 'no list of hw:rdt_monitor values')
+        documented = [re.findall(r'``([^`]+)``', part)
+                      for part in match.groups()]
+        validator = self.by_name['hw:rdt_monitor']
+        spec = extra_specs.BY_KEY['hw:rdt_monitor']
+        accepted = set()
+        for meaning, values in zip((True, False), documented):
+            for value in values:
+                for variant in (value, value.upper(), ' %s ' % value):
+                    validator.validate('hw:rdt_monitor', variant)
+                    self.assertIs(meaning, spec.parse(variant), variant)
+                accepted.add(value)
+        # Every value the parser takes is documented.
+        for value in ('true', 't', 'yes', 'y', 'on', '1', 'false', 'f',
+                      'no', 'n', 'off', '0', 'enabled', 'yep', '2', ''):
+            try:
+                spec.parse(value)
+            except Exception:
+                self.assertNotIn(value, accepted)
+                self.assertRaises(nova_exception.ValidationError,
+                                  validator.validate, 'hw:rdt_monitor',
+                                  value)
+            else:
+                self.assertIn(value, accepted)
 
     def test_valid_values(self):
         for name, value in [('hw:mem_bw', '10'), ('hw:mem_bw', '100'),

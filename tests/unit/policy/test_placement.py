@@ -72,6 +72,25 @@ class TestAudit(base.TestCase):
              'trait:CUSTOM_RDT_L3_CAT=required \'m1 rdt\''],
             placement.fix_commands('m1 rdt', result))
 
+    def test_kind_of_each_finding(self):
+        cases = [
+            # Nothing of Placement: RDTFilter alone places it.
+            ({'hw:mem_bw': '10'}, placement.FILTER_ONLY),
+            # Its CLOSID from Placement, a trait missing.
+            ({'hw:mem_bw': '10', RC: '1'}, placement.PLACEMENT_INCOMPLETE),
+            # A trait but not its CLOSID.
+            ({'hw:cache_l3': '4096',
+              'trait:CUSTOM_RDT_L3_CAT': 'required'},
+             placement.PLACEMENT_INCOMPLETE),
+            ({'hw:mem_bw': '10', RC: '2'}, placement.CONFLICTING),
+            ({'hw:mem_bw': '10', RC: '1', 'trait:CUSTOM_RDT_MBA':
+              'forbidden'}, placement.CONFLICTING),
+        ]
+        for specs, kind in cases:
+            result = placement.audit(specs)
+            self.assertFalse(result.ok, specs)
+            self.assertEqual(kind, result.kind, specs)
+
     def test_conflicts(self):
         cases = [
             # A CLOSID Placement would not count.

@@ -78,7 +78,11 @@ class TestPollsters(base.TestCase):
                                                     resources]))
 
     def test_meters(self):
-        state.write(self.path, document(time.time()))
+        doc = document(time.time())
+        # What the agent publishes for hw:mem_bw=15 in steps of 10.
+        doc['instances'][UUID1]['policy'] = {'mem_bw': 20,
+                                             'mem_bw_requested': 15}
+        state.write(self.path, doc)
         p = self.pollsters
         for cls, name, unit, volume in (
                 (p.MemoryBandwidthTotalPollster, 'memory.bandwidth.total',
@@ -92,6 +96,8 @@ class TestPollsters(base.TestCase):
                               sample.volume, sample.resource_id))
             self.assertEqual('rdtvirt-mb10',
                              sample.resource_metadata['rdt_group'])
+            self.assertEqual({'mem_bw': 20, 'mem_bw_requested': 15},
+                             sample.resource_metadata['rdt_policy'])
             self.assertEqual('project', sample.project_id)
 
     def test_energy_meters(self):

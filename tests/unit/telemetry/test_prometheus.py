@@ -74,6 +74,21 @@ class TestPrometheus(base.TestCase):
         self.assertIn('rdt_virt_instance_monitored{domain="instance-2",'
                       'group="",instance_uuid="%s"} 0.0' % UUID2, text)
 
+    def test_applied_policy_and_the_request(self):
+        # hw:mem_bw=15 on a host with steps of 10: the group holds 20.
+        self.doc['instances'][UUID1]['policy'] = {
+            'mem_bw': 20, 'mem_bw_requested': 15, 'cache_l3': 3328}
+        text = self.text(names=False)
+        labels = 'group="rdtvirt-mb10",instance_uuid="%s",setting=' % UUID1
+        self.assertIn('rdt_virt_instance_policy{%s"mem_bw"} 20.0' % labels,
+                      text)
+        self.assertIn('rdt_virt_instance_policy{%s"cache_l3"} 3328.0'
+                      % labels, text)
+        self.assertIn('rdt_virt_instance_policy_requested{%s"mem_bw"} 15.0'
+                      % labels, text)
+        self.assertNotIn('policy_requested{%s"cache_l3"' % labels, text)
+        self.assertNotIn('setting="mem_bw_requested"', text)
+
     def test_host_and_agent_metrics(self):
         text = self.text(totals={'ticks': 3, 'writes': 12, 'errors': 0,
                                  'events': 1, 'tick_cpu': 0.004})
