@@ -25,7 +25,8 @@ Everything lives under one directory (``--dir``, default
 ``up`` starts, in order: a MariaDB server, RabbitMQ, Keystone,
 Placement, Glance, Neutron (API only), Nova API, conductor and scheduler,
 Gnocchi and Ceilometer's notification agent, then per compute host its
-sandbox (private libvirtd over an emulated resctrl), nova-compute with the
+sandbox (private libvirtd over an emulated resctrl, listening on TCP on
+the host's own loopback address for live migrations), nova-compute with the
 RDT-aware driver, rdt-virt-agent and Ceilometer's compute polling agent.
 The rdt-virt parts of the configuration are written by the DevStack plugin
 itself (``devstack/plugin.sh`` with ``devstack/standalone.sh``), so the
@@ -392,6 +393,7 @@ class Cloud(object):
             NOVA_CPU_CONF=nova_cpu, CEILOMETER_CONF=ceilo,
             RDT_VIRT_EMULATE='True', RDT_VIRT_EMULATED_PROFILE=profile,
             RDT_VIRT_SANDBOX_DIR=sandbox, RDT_VIRT_SANDBOX_HOSTNAME=host,
+            RDT_VIRT_SANDBOX_LISTEN=services.ADDRESSES[host],
             RDT_VIRT_CONF_DIR=self.host_dir(host, 'etc'),
             RDT_VIRT_STATE_FILE=state_file,
             RDT_VIRT_CEILOMETER_POLLING=self.layout.etc(

@@ -34,6 +34,10 @@ REGION = 'RegionOne'
 # both are measured. Not an AMD host: libvirt can create no resctrl group
 # on one (see rdt_virt.policy.fit).
 COMPUTES = (('compute1', 'reference'), ('compute2', 'reference-no-mba'))
+# Each host's own loopback address: its sandbox's libvirtd listens there
+# on TCP (live migrations arrive there) and nova-compute reports it as
+# its IP. The sandboxes share the machine's network namespace.
+ADDRESSES = {'compute1': '127.0.0.2', 'compute2': '127.0.0.3'}
 PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
          'placement', 'neutron', 'nova', 'gnocchi') + tuple(
     '%s_%s' % (kind, host) for host, _ in COMPUTES
@@ -234,24 +238,31 @@ def nova_compute(layout, host, sandbox_dir):
     for section in ('database', 'api_database'):
         ini.remove_section(path, section)
     os.makedirs(layout.path('state', host), exist_ok=True)
-    os.makedirs(layout.path('state', 'instances'), exist_ok=True)
+    os.makedirs(layout.path('state', host, 'instances'), exist_ok=True)
     helper = '%s --config-file %s' % (layout.tool('privsep-helper'), path)
     ini.set_many(path, {
-        'DEFAULT': {'host': host,
+        'DEFAULT': {'host': host, 'my_ip': ADDRESSES[host],
                     'state_path': layout.path('state', host),
-                    # One directory for both hosts: shared instance storage,
-                    # as with NFS, so migrations need no copy over SSH.
-                    'instances_path': layout.path('state', 'instances'),
+                    # Each host its own instance directory: libvirt 9 takes
+                    # a disk as shared only on a cluster or network file
+                    # system (NFS, GFS2, CephFS, ...), and none can be
+                    # mounted here, so it refused every live migration
+                    # from a shared directory on ext4 ("Unsafe
+                    # migration"). Apart, Nova live-migrates with a block
+                    # migration (the disk copied over NBD) and resizes on
+                    # the same host in place.
+                    'instances_path': layout.path('state', host,
+                                                  'instances'),
                     'resume_guests_state_on_host_boot': 'False'},
         'oslo_concurrency': {'lock_path': layout.path('state', host,
                                                       'lock')},
+        # live_migration_scheme and _inbound_addr: the DevStack plugin's
+        # (RDT_VIRT_SANDBOX_LISTEN).
         'libvirt': {'virt_type': 'kvm', 'cpu_mode': 'none',
-                    'images_type': 'qcow2',
-                    'live_migration_scheme': 'tcp'},
+                    'images_type': 'qcow2'},
         # Both hosts are this machine, and libvirt's CPU comparison finds
         # its (nested, virtualised) CPU incompatible with itself, which
-        # failed every live migration's destination check. Past it, live
-        # migration still fails, in libvirt (contributor guide).
+        # failed every live migration's destination check.
         'workarounds': {'disable_fallback_pcpu_query': 'True',
                         'skip_cpu_compare_on_dest': 'True'},
         # As root without sudo rules: the privsep daemons from the venv.
