@@ -26,6 +26,7 @@ import subprocess
 import time
 import urllib.request
 
+from rdt_virt.cloud import flow_watcher
 from rdt_virt.cloud import services
 from rdt_virt.sandbox import guest
 
@@ -105,6 +106,10 @@ class Flow(object):
         self.step('Telemetry in Prometheus', self.prometheus)
         self.step('Resize and rebuild', self.lifecycle)
         self.step('Live migration', self.live_migration)
+        self.step('Watcher with rdt-virt\'s strategy', self.watcher_services)
+        self.step('Watcher moves a noisy neighbour', self.watcher_loop)
+        self.step('Measures of the live-migrated server',
+                  self.live_migration_measures)
         self.step('Delete all: back to zero', self.delete_all)
 
     def step(self, title, fn):
@@ -527,10 +532,17 @@ class Flow(object):
                     "exporters, none on compute2's")
 
         self.refused_live_migration()
+        self.migrated = (uuid, moved)
 
-        # Gnocchi: the same resource, updated by compute1's poller, and
-        # measures in a window that began after the move (ceilometer-low
-        # keeps 5-minute means).
+    def live_migration_measures(self):
+        """Gnocchi still receives the moved server's measures.
+
+        The same resource, updated by the destination's poller, and a
+        measure in a window that began after the move (ceilometer-low keeps
+        5-minute means). A step of its own, after the Watcher steps, so
+        that the window has mostly passed by then.
+        """
+        uuid, moved = self.migrated
         gn = self.cloud.layout.tool('gnocchi')
 
         def resource_host():
@@ -575,6 +587,18 @@ class Flow(object):
                     'refused; noisy-1 stays ACTIVE on compute1')
         self.expect(self._usages() == before,
                     'Placement usages are unchanged')
+
+    # Watcher (rdt_virt.cloud.flow_watcher) -------------------------------
+
+    # bytes/s the two low-priority burn guests must use together: each
+    # uses well over 100 MB/s unthrottled on the emulated hosts.
+    WATCHER_THRESHOLD = 50 * 10 ** 6
+
+    def watcher_services(self):
+        flow_watcher.services(self)
+
+    def watcher_loop(self):
+        flow_watcher.loop(self, self.WATCHER_THRESHOLD)
 
     def delete_all(self):
         servers = self.os('server', 'list', parse=True, show=False)

@@ -39,7 +39,7 @@ COMPUTES = (('compute1', 'reference'), ('compute2', 'reference-no-mba'))
 # its IP. The sandboxes share the machine's network namespace.
 ADDRESSES = {'compute1': '127.0.0.2', 'compute2': '127.0.0.3'}
 PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
-         'placement', 'neutron', 'nova', 'gnocchi') + tuple(
+         'placement', 'neutron', 'nova', 'gnocchi', 'watcher') + tuple(
     '%s_%s' % (kind, host) for host, _ in COMPUTES
     for kind in ('agent_prom', 'ceilometer_prom'))
 
@@ -213,7 +213,11 @@ def nova(layout):
         'scheduler': {'workers': '1', 'discover_hosts_in_cells_interval':
                       '10'},
         'notifications': {'notify_on_state_change': 'vm_and_task_state'},
-        'oslo_messaging_notifications': {'driver': 'messagingv2'},
+        # Watcher's decision engine keeps its compute model current from
+        # Nova's notifications on a topic of its own (its DevStack plugin).
+        'oslo_messaging_notifications': {
+            'driver': 'messagingv2',
+            'topics': 'notifications,watcher_notifications'},
         'vnc': {'enabled': 'False'},
         'spice': {'enabled': 'False'},
         'cinder': {'os_region_name': REGION},
@@ -227,6 +231,11 @@ def nova(layout):
     return path
 
 
+def instances_dir(layout, host):
+    """The directory that is ``instances_path`` on compute host ``host``."""
+    return layout.path('state', host, 'instances')
+
+
 def nova_compute(layout, host, sandbox_dir):
     """nova-cpu-<host>.conf: nova.conf without database access, and more.
 
@@ -238,21 +247,25 @@ def nova_compute(layout, host, sandbox_dir):
     for section in ('database', 'api_database'):
         ini.remove_section(path, section)
     os.makedirs(layout.path('state', host), exist_ok=True)
-    os.makedirs(layout.path('state', host, 'instances'), exist_ok=True)
+    os.makedirs(layout.path('state', 'instances'), exist_ok=True)
+    os.makedirs(instances_dir(layout, host), exist_ok=True)
     helper = '%s --config-file %s' % (layout.tool('privsep-helper'), path)
     ini.set_many(path, {
         'DEFAULT': {'host': host, 'my_ip': ADDRESSES[host],
                     'state_path': layout.path('state', host),
-                    # Each host its own instance directory: libvirt 9 takes
-                    # a disk as shared only on a cluster or network file
-                    # system (NFS, GFS2, CephFS, ...), and none can be
-                    # mounted here, so it refused every live migration
-                    # from a shared directory on ext4 ("Unsafe
-                    # migration"). Apart, Nova live-migrates with a block
-                    # migration (the disk copied over NBD) and resizes on
-                    # the same host in place.
-                    'instances_path': layout.path('state', host,
-                                                  'instances'),
+                    # One path, each host its own directory: nova-compute
+                    # runs in its sandbox's mount namespace, where
+                    # instances_dir(host) is bound on this path (see
+                    # rdt_virt.cloud.cloud). libvirt 9 takes a disk as
+                    # shared only on a cluster or network file system,
+                    # none of which can be mounted here, and refused every
+                    # live migration from a directory both hosts saw
+                    # ("Unsafe migration"); Nova puts the source's disk
+                    # paths in the destination's domain, so the path must
+                    # be the same on both. Apart, Nova live-migrates with a
+                    # block migration (the disk copied over NBD) and
+                    # resizes on the same host in place.
+                    'instances_path': layout.path('state', 'instances'),
                     'resume_guests_state_on_host_boot': 'False'},
         'oslo_concurrency': {'lock_path': layout.path('state', host,
                                                       'lock')},
