@@ -570,10 +570,15 @@ class Flow(object):
 
     def refused_live_migration(self):
         # compute2 has no MBA: the noisy servers' bandwidth limit cannot be
-        # held there. The scheduler's RDTFilter refuses the requested host.
+        # held there. The scheduler's RDTFilter refuses the requested host
+        # (Nova's reason names no filter for a move).
         before = self._usages()
-        self.os('server', 'migrate', '--live-migration', '--host',
-                'compute2', 'noisy-1', check=False)
+        # The API answers the request itself: the conductor's pre-checks
+        # (the scheduler, with RDTFilter) run before it returns.
+        rc, text = self.os('server', 'migrate', '--live-migration', '--host',
+                           'compute2', 'noisy-1', check=False)
+        self.expect(rc != 0 and '400' in text and 'No valid host' in text,
+                    'the request is refused with HTTP 400: no valid host')
         self.wait('the refused migration to end', lambda: [
             m for m in self.os('server', 'migration', 'list', '--server',
                                'noisy-1', parse=True, show=False)

@@ -49,6 +49,10 @@ def conf(layout):
         'keystone_authtoken': token,
         'watcher_clients_auth': auth,
         'watcher_datasources': {'datasources': 'gnocchi'},
+        # Per strategy as well: "openstack optimize strategy state" reports
+        # a strategy's datasource and metrics only from these.
+        'watcher_strategies.noisy_neighbor': {'datasources': 'gnocchi'},
+        'watcher_strategies.rdt_noisy_neighbor': {'datasources': 'gnocchi'},
         'gnocchi_client': {'endpoint_type': 'public',
                            'region_name': services.REGION},
         'nova': {'region_name': services.REGION},
