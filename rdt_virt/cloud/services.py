@@ -266,7 +266,10 @@ def nova_compute(layout, host, sandbox_dir):
                     # block migration (the disk copied over NBD) and
                     # resizes on the same host in place.
                     'instances_path': layout.path('state', 'instances'),
-                    'resume_guests_state_on_host_boot': 'False'},
+                    'resume_guests_state_on_host_boot': 'False',
+                    # Tiny guests on a 2-core machine: the flow runs up to
+                    # nine on one host (Nova's default ratio holds eight).
+                    'cpu_allocation_ratio': '16.0'},
         'oslo_concurrency': {'lock_path': layout.path('state', host,
                                                       'lock')},
         # live_migration_scheme and _inbound_addr: the DevStack plugin's
