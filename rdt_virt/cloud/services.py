@@ -212,12 +212,13 @@ def nova(layout):
         'conductor': {'workers': '1'},
         'scheduler': {'workers': '1', 'discover_hosts_in_cells_interval':
                       '10'},
-        'notifications': {'notify_on_state_change': 'vm_and_task_state'},
         # Watcher's decision engine keeps its compute model current from
-        # Nova's notifications on a topic of its own (its DevStack plugin).
-        'oslo_messaging_notifications': {
-            'driver': 'messagingv2',
-            'topics': 'notifications,watcher_notifications'},
+        # Nova's versioned notifications, Ceilometer reads the unversioned
+        # ones: both, as Watcher's DevStack plugin sets it
+        # (NOVA_NOTIFICATION_FORMAT=both).
+        'notifications': {'notify_on_state_change': 'vm_and_task_state',
+                          'notification_format': 'both'},
+        'oslo_messaging_notifications': {'driver': 'messagingv2'},
         'vnc': {'enabled': 'False'},
         'spice': {'enabled': 'False'},
         'cinder': {'os_region_name': REGION},

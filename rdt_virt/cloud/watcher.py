@@ -17,8 +17,10 @@ Configured and registered as Watcher's DevStack plugin does it
 user with the admin role in the service project, the ``infra-optim``
 service with its three endpoints, ``watcher.conf`` with
 ``[keystone_authtoken]`` and ``[watcher_clients_auth]``, the ``watcher``
-control exchange, and Nova's notifications also on the
-``watcher_notifications`` topic. Gnocchi is its datasource.
+control exchange, and Nova's versioned notifications beside the
+unversioned ones (``notification_format = both``, the plugin's
+``NOVA_NOTIFICATION_FORMAT``), from which the decision engine keeps its
+compute model current. Gnocchi is its datasource.
 """
 
 import os
