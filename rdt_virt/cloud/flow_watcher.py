@@ -117,12 +117,16 @@ def loop(flow, bandwidth_threshold):
                 'the audit recommends an action plan')
     plan = plans[0]['UUID']
     flow.table('optimize', 'action', 'list', '--action-plan', plan,
-               '--details')
+               '--detail', '-c', 'Action', '-c', 'State', '-c', 'Parameters')
     actions = flow.os('optimize', 'action', 'list', '--action-plan', plan,
-                      '--details', parse=True, show=False)
-    migrations = [a for a in actions if a['Action Type'] == 'migrate']
-    flow.expect(len(migrations) == 1,
-                'the plan live-migrates one server')
+                      '--detail', parse=True, show=False)
+    migrations = [a for a in actions if a['Action'] == 'migrate']
+    flow.expect(len(migrations) == 1 and
+                migrations[0]['Parameters'].get('migration_type') == 'live'
+                and migrations[0]['Parameters'].get('resource_name') in LOW
+                and not migrations[0]['Parameters'].get('destination_node'),
+                'the plan live-migrates one low-priority server, its '
+                'destination left to Nova\'s scheduler')
     flow.os('optimize', 'actionplan', 'start', plan)
     _wait_status(flow, 'the action plan', ('optimize', 'actionplan', 'show',
                                            plan),
