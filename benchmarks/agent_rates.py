@@ -28,18 +28,32 @@ kernel shows it. On hosts in counter-assignment mode (``mbm_event``, 6.18+
 where the profile has it), only ``num_mbm_cntrs`` counters exist per
 domain and the agent rotates them too.
 
+On a host with package telemetry (``--profile aet``: Intel AET, 7.0+),
+each group's RMID also gets a known core power per package, and the
+benchmark reports the error of every published ``power_watts`` against it
+and of every instance's ``energy_joules`` counter against the emulator's
+exact energy of the RMIDs it was read from, counted from each RMID's first
+reading (target within 1% for both).
+
 Reports the relative error of every reported rate (median, p95, max;
 target within 1%), the largest published rate against the host's
 bandwidth ceiling (target: never above), the coverage per sample (share
 of monitored instances with a value), the window coverage (share with a
-monitoring group) and the counter coverage, and how long it took until
-every instance had been measured at least once. Needs root and /dev/fuse.
+monitoring group) per tick and its mean against the budget's share (target
+while rotating: the whole budget in use, within one group in one tick), the
+counter coverage, and how long it took until every instance had been
+measured at least once. Needs root and /dev/fuse.
 
 Run::
 
     python benchmarks/agent_rates.py [--instances 250] [--seconds 40] \\
-        [--profile reference|amd] [--kernel 6.1|6.8|newest|...] \\
-        [--resets 5] [--rmid-budget 40]
+        [--profile reference|amd|aet|mpam] [--kernel 6.1|6.8|newest|...] \\
+        [--resets 5] [--rmid-budget 40] [--rotation 4]
+
+Steady rotation with a small budget (every tick rotates)::
+
+    python benchmarks/agent_rates.py --instances 6 --rmid-budget 2 \\
+        --rotation 1 --seconds 12 --kernel 6.12
 """
 
 import argparse
@@ -59,6 +73,12 @@ def truth(index, doms):
     """Injected bytes/s per domain of instance ``index``."""
     base = 1.0e7 * (1 + index % 37)
     return {dom: base / (1 + n) for n, dom in enumerate(doms)}
+
+
+def watts(index, packages):
+    """Injected core power per package of instance ``index``."""
+    base = 0.5 + index % 23
+    return {pkg: base / (1 + n) for n, pkg in enumerate(packages)}
 
 
 def counter_path(counters):
@@ -90,14 +110,21 @@ def main():
                        rmid_budget=args.rmid_budget)
     try:
         amd = args.profile.startswith('amd')
+        pkg_mon = None
         index = {}
         for i in range(args.instances):
             bw = None if amd else shared(10 * (i % 5 + 1))
             index[env.boot(bw, vcpus=1)] = i
         env.agent.tick()
         doms = env.agent.caps.monitor.domain_ids
+        pkg_mon = env.agent.caps.package_monitor
+        packages = pkg_mon.domain_ids if pkg_mon else ()
+        power_errors, energy = [], {}
+        # path -> exact joules of its RMID when the agent first read it.
+        first_truth = {}
         injected = set()
         errors, coverage, window, counted = [], [], [], []
+        groups = []     # monitoring groups (the window) after each tick
         first_value = {}
         top = 0.0
         resets = 0
@@ -108,6 +135,7 @@ def main():
                samples < args.samples):
             samples += 1
             env.agent.tick()
+            groups.append(len(env.agent.rotation.window))
             live = []
             for uuid, place in env.agent.placements.items():
                 if place.counters is None:
@@ -115,14 +143,17 @@ def main():
                 path = counter_path(place.counters)
                 live.append(path)
                 # A group made again (rotation) starts with new counters.
-                key = env.agent._source_key(place.counters)
+                key = env.agent.monitoring.source_key(place.counters)
                 if key in injected:
                     continue
                 for dom, rate in truth(index[uuid], doms).items():
-                    env.client.set_rate(path, rate, domain=dom,
-                                        event=TOTAL)
-                    env.client.set_rate(path, rate / 4, domain=dom,
-                                        event=LOCAL)
+                    if TOTAL in env.agent.caps.monitor.features:
+                        env.client.set_rate(path, rate, domain=dom,
+                                            event=TOTAL)
+                        env.client.set_rate(path, rate / 4, domain=dom,
+                                            event=LOCAL)
+                for pkg, power in watts(index[uuid], packages).items():
+                    env.client.set_energy_rate(path, power, package=pkg)
                 injected.add(key)
             for path in rand.sample(live, min(args.resets, len(live))):
                 env.client.hardware_reset(path, seconds=0.5,
@@ -131,6 +162,26 @@ def main():
             doc = env.agent.sample()
             now = time.monotonic() - start
             host = doc['host']
+            if pkg_mon:
+                exact = env.client.energy_truth()
+                for uuid, inst in doc['instances'].items():
+                    place = env.agent.placements.get(uuid)
+                    if place is None or place.counters is None:
+                        continue
+                    path = counter_path(place.counters)
+                    sources = energy.setdefault(uuid, {})
+                    key = env.agent.monitoring.source_key(place.counters)
+                    if key not in sources:
+                        # The agent's first reading is only a baseline.
+                        first_truth[(uuid, key)] = exact.get(path, 0.0)
+                    sources[key] = (exact.get(path, 0.0) -
+                                    first_truth[(uuid, key)])
+                    got = inst.get('power_watts')
+                    if got is not None:
+                        want = sum(watts(index[uuid], packages).values())
+                        power_errors.append(abs(got - want) / want)
+                    if inst.get('energy_joules') is not None:
+                        energy[uuid]['agent'] = inst['energy_joules']
             coverage.append(host['coverage'])
             window.append(host['mon_coverage'])
             if host.get('counter_mode'):
@@ -170,6 +221,21 @@ def main():
                   min(coverage[3:] or coverage)))
         print('window coverage (instances with a monitoring group): '
               '%.2f' % statistics.mean(window))
+        # The first tick of the loop follows the warm-up tick; from the
+        # second on every tick may rotate.
+        steady = groups[1:] or groups
+        share = min(host['mon_budget'], args.instances) / float(
+            args.instances)
+        mean_cov = statistics.mean(steady) / args.instances
+        # One group missing in one tick of the run.
+        tolerance = 1.0 / (args.instances * len(steady))
+        coverage_ok = abs(mean_cov - share) <= tolerance + 1e-9
+        print('monitoring groups per tick: %s' % groups)
+        print('coverage per tick: mean %.4f, budget share %.4f (%d of %d), '
+              'tolerance %.4f: %s' % (
+                  mean_cov, share, min(host['mon_budget'], args.instances),
+                  args.instances, tolerance,
+                  'met' if coverage_ok else 'NOT met'))
         if counted:
             print('counter assignment %s: %s counters per domain, counter '
                   'coverage mean %.2f' % (
@@ -177,13 +243,32 @@ def main():
                       statistics.mean(counted)))
         else:
             print('counter assignment: not in use on this host/kernel')
+        energy_errors = []
+        for uuid, sources in energy.items():
+            got = sources.pop('agent', None)
+            want = sum(sources.values())
+            if got is not None and want > 0:
+                energy_errors.append(abs(got - want) / want)
+        if pkg_mon:
+            print('power error vs injected ground truth, %%: %s over %d '
+                  'readings' % (summary(power_errors, 100, '%.3f')
+                                if power_errors else '-',
+                                len(power_errors)))
+            print('energy counter error vs the emulator\'s exact energy, '
+                  '%%: %s over %d instances' % (
+                      summary(energy_errors, 100, '%.3f')
+                      if energy_errors else '-', len(energy_errors)))
         measured = len(first_value)
         print('instances measured at least once: %d of %d; the last after '
               '%.0f s' % (measured, args.instances,
                           max(first_value.values()) if first_value else 0))
-        ok = bool(errors) and max(errors) < 0.01 and top <= ceiling
-        print('target (every rate within 1%%, none above the ceiling): %s'
-              % ('met' if ok else 'NOT met'))
+        ok = (bool(errors) and max(errors) < 0.01 and top <= ceiling and
+              coverage_ok)
+        if pkg_mon:
+            ok = ok and bool(power_errors) and max(power_errors) < 0.01 and (
+                bool(energy_errors) and max(energy_errors) < 0.01)
+        print('target (every rate within 1%%, none above the ceiling, the '
+              'budget in use every tick): %s' % ('met' if ok else 'NOT met'))
         return 0 if ok else 1
     finally:
         env.close()

@@ -26,7 +26,13 @@ rotations and reports:
   the agent itself costs with kernel-speed reads; and the wall time on the
   emulator (mostly waiting for the FUSE daemon);
 * for reference, the CPU time of a sample (counters of every monitored
-  instance) and of the cold start.
+  instance) and of the cold start;
+* the bandwidth controller's CPU time per decision (target at most 2 ms)
+  for the same number of instances over the host's two memory bandwidth
+  domains, a fifth of them high and half of them low priority, with loads
+  that change every period so that it throttles, holds and releases; next
+  to it, the share of a sample's CPU time that the controller adds.
+  ``--controller-only`` measures only this, without the emulator.
 
 libvirt is faked (the real source costs one listAllDomains call per tick
 once the domain XML is cached). Needs root and /dev/fuse.
@@ -34,10 +40,12 @@ once the domain XML is cached). Needs root and /dev/fuse.
 Run::
 
     python benchmarks/agent_tick.py [--instances 200] [--vcpus 4] [--ticks 20]
+                                    [--controller-only]
 """
 
 import argparse
 import os
+import random
 import time
 
 from agent_common import CONF  # noqa: I100
@@ -45,8 +53,23 @@ from agent_common import EmulatedHost
 from agent_common import shared
 from agent_common import summary
 
-from rdt_virt.cmd import agent as agent_cmd  # noqa: I100
+from rdt_virt.agent import model  # noqa: I100
+from rdt_virt.agent import protection
+from rdt_virt.agent import sampler
+from rdt_virt.cmd import agent as agent_cmd
 from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import info
+
+# The reference host's MBA and MBM, for --controller-only.
+REFERENCE = info.HostCapabilities(
+    membw={'MB': info.MemBwResource(
+        name='MB', num_closids=8, min_bandwidth=10, bandwidth_gran=10,
+        delay_linear=True, thread_throttle_mode='max',
+        unit=info.UNIT_PERCENT, domain_ids=(0, 1))},
+    monitor=info.MonitorCapability(
+        num_rmids=176, features=frozenset((info.MBM_TOTAL_BYTES,
+                                           info.MBM_LOCAL_BYTES)),
+        max_threshold_occupancy=None, domain_ids=(0, 1)))
 
 
 def frozen_ticks(env, ticks):
@@ -79,6 +102,67 @@ def frozen_ticks(env, ticks):
     return [agent.tick() for _ in range(ticks)]
 
 
+def controller_periods(caps, count, periods, seed=1):
+    """CPU seconds of each of the controller's decisions.
+
+    ``count`` instances over the host's memory bandwidth domains: one in
+    five high, one in two low (half of them with a static cap), the rest
+    normal. Each period every instance's bandwidth is drawn again around
+    a per-instance mean, and every tenth period the high instances go
+    idle for a while, so the controller throttles, holds and releases.
+    """
+    rand = random.Random(seed)
+    doms = caps.mb.domain_ids
+    instances = {}
+    means = {}
+    for i in range(count):
+        uuid = '%08x-0000-4000-8000-%012x' % (i, i)
+        priority = ('high' if i % 5 == 0 else
+                    'low' if i % 2 else 'normal')
+        bw = None
+        if priority == 'low' and i % 4 == 1:
+            bw = model.BandwidthPolicy('percent', 60, 60, model.SHARED)
+        instances[uuid] = model.Instance(uuid, 'instance-%d' % i, i,
+                                         bandwidth=bw, monitor=True,
+                                         priority=priority)
+        means[uuid] = (doms[i % len(doms)], rand.uniform(0.05, 1.0) * 1e9)
+    now = [0.0]
+    CONF.set_override('controller_throttle_dwell', 0.0, 'rdt_agent')
+    CONF.set_override('controller_release_dwell', 2.0, 'rdt_agent')
+    prot = protection.Protection(CONF.rdt_agent, lambda: now[0])
+    cpu = []
+    changes = 0
+    for period in range(periods):
+        idle = period % 20 >= 10
+        rates = {}
+        for uuid, (dom, mean) in means.items():
+            if idle and instances[uuid].priority == 'high':
+                value = 0.0
+            else:
+                value = rand.uniform(0.5, 1.5) * mean
+            rates[uuid] = sampler.Rates(value, total_by_domain={dom: value})
+        now[0] += prot.period
+        changes += len(prot.step(caps, instances, rates, closids_used=1))
+        cpu.append(prot.last_cpu)
+    CONF.clear_override('controller_throttle_dwell', 'rdt_agent')
+    CONF.clear_override('controller_release_dwell', 'rdt_agent')
+    return cpu, changes, len(prot.state.levels)
+
+
+def report_controller(caps, count, periods, sample_cpu=None):
+    cpu, changes, held = controller_periods(caps, count, periods)
+    print('controller CPU ms per decision, %d instances over %d domains, '
+          '%d periods (%d level changes, %d held at the end): %s' % (
+              count, len(caps.mb.domain_ids), periods, changes, held,
+              summary(cpu, 1e3)))
+    median = sorted(cpu)[len(cpu) // 2]
+    if sample_cpu:
+        print('controller CPU / sample CPU: %.3f' % (median / sample_cpu))
+    print('controller target (median <= 2 ms): %s (ratio to target %.3f)'
+          % ('met' if median <= 0.002 else 'NOT met', median / 0.002))
+    return median <= 0.002
+
+
 def count_reads(env):
     """Files and directories a converged tick opens in resctrl."""
     counted = []
@@ -109,7 +193,13 @@ def main():
     parser.add_argument('--instances', type=int, default=200)
     parser.add_argument('--vcpus', type=int, default=4)
     parser.add_argument('--ticks', type=int, default=20)
+    parser.add_argument('--periods', type=int, default=200)
+    parser.add_argument('--controller-only', action='store_true')
     args = parser.parse_args()
+    if args.controller_only:
+        CONF([], project='rdt-virt')
+        return 0 if report_controller(REFERENCE, args.instances,
+                                      args.periods) else 1
 
     env = EmulatedHost(rotation_interval=3600.0)
     try:
@@ -156,6 +246,8 @@ def main():
             sorted(s.cpu for s in frozen)[len(frozen) // 2] <= 0.020)
         print('targets (0 writes, median CPU <= 20 ms): %s' % (
             'met' if ok else 'NOT met'))
+        ok = report_controller(env.agent.caps, args.instances, args.periods,
+                               sorted(samples)[len(samples) // 2]) and ok
         return 0 if ok else 1
     finally:
         env.close()

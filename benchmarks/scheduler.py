@@ -27,9 +27,14 @@ request. The first round also decodes every host's RDT stats (cold); later
 rounds show the steady state (warm). Prints microseconds per host per
 request and the ratio to the baseline.
 
+With ``--classes`` the hosts also report high and low instances per memory
+bandwidth domain and some RDT flavors carry ``hw:rdt_priority``, so the
+weigher's class term runs too; without it the workload is the one the
+published figures were measured with.
+
 Run::
 
-    python benchmarks/scheduler.py [--hosts 5000] [--requests 100]
+    python benchmarks/scheduler.py [--hosts 5000] [--requests 100] [--classes]
 """
 
 import argparse
@@ -122,8 +127,11 @@ FLAVORS = [
     {'hw:mem_bw_mbps': '2000'},
 ]
 
+# With --classes: the RDT flavors above, with a class on some.
+CLASSED = {1: 'low', 3: 'high', 9: 'high', 12: 'low'}
 
-def make_stats(rng, caps):
+
+def make_stats(rng, caps, classes=False):
     free = {}
     for name, res in caps.caches.items():
         free[name] = {}
@@ -135,14 +143,19 @@ def make_stats(rng, caps):
         free_closids=rng.randrange(caps.num_closids),
         free_rmids=rng.randrange(caps.num_rmids),
         free_masks=free, shared_groups=frozenset())
+    counts = {}
+    if classes and caps.mb is not None:
+        counts = {dom: (rng.randrange(4), rng.randrange(8))
+                  for dom in caps.mb.domain_ids}
     host = hoststats.HostRDT(
         caps=caps, capacity=cap,
         strategy=rng.choice(('per-instance', 'shared')),
-        monitoring=True, mbw=rng.choice((None, rng.random() * 1e10)))
+        monitoring=True, mbw=rng.choice((None, rng.random() * 1e10)),
+        classes=counts)
     return hoststats.encode(host)
 
 
-def make_hosts(count, rng):
+def make_hosts(count, rng, classes=False):
     now = datetime.datetime.utcnow()
     cells = [objects.NUMACell(
         id=i, cpuset=set(range(i * 8, i * 8 + 8)), pcpuset=set(),
@@ -159,7 +172,7 @@ def make_hosts(count, rng):
                  'failed_builds': '0'}
         kind = i % 5
         if kind < len(names):
-            stats.update(make_stats(rng, VARIANTS[names[kind]]))
+            stats.update(make_stats(rng, VARIANTS[names[kind]], classes))
         hs.stats = stats
         hs.service = host_manager.ReadOnlyDict(
             {'disabled': False, 'forced_down': False, 'binary':
@@ -177,11 +190,13 @@ def make_hosts(count, rng):
     return hosts
 
 
-def make_requests(count, rng):
+def make_requests(count, rng, classes=False):
     image = objects.ImageMeta.from_dict({'properties': {}})
     requests = []
     for i in range(count):
         specs = dict(FLAVORS[i % len(FLAVORS)])
+        if classes and i % len(FLAVORS) in CLASSED:
+            specs['hw:rdt_priority'] = CLASSED[i % len(FLAVORS)]
         if i % 2:
             specs['hw:numa_nodes'] = '1'
         flavor = objects.Flavor(name='f%d' % i, vcpus=2, memory_mb=2048,
@@ -232,6 +247,9 @@ def main(argv=None):
     parser.add_argument('--requests', type=int, default=100)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--classes', action='store_true',
+                        help='hosts report protection classes, some '
+                        'flavors have hw:rdt_priority')
     args = parser.parse_args(argv)
 
     CONF([], project='nova')
@@ -240,8 +258,8 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO)
     objects.register_all()
     rng = random.Random(args.seed)
-    hosts = make_hosts(args.hosts, rng)
-    requests = make_requests(args.requests, rng)
+    hosts = make_hosts(args.hosts, rng, args.classes)
+    requests = make_requests(args.requests, rng, args.classes)
     per = args.hosts * args.requests / 1e6
 
     sets = [

@@ -73,10 +73,10 @@ class NoSpace(ResctrlError):
 
 
 class RenameRefused(ResctrlError):
-    """rename(2) of a monitoring group failed with EPERM.
+    """rename(2) of a monitoring group failed with EPERM or EOPNOTSUPP.
 
     Kernels before 6.5 cannot rename resctrl groups at all; later ones
-    refuse moves they do not support.
+    refuse moves they do not support (Arm MPAM: any new parent).
     """
 
     msg_fmt = _("cannot move monitoring group %(group)s to %(target)s: "

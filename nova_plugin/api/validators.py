@@ -54,6 +54,9 @@ class RDTExtraSpecValidator(base.ExtraSpecValidator):
             value['min'] = spec.min
         if spec.max is not None:
             value['max'] = spec.max
+        if spec.choices:
+            # Nova's API reference lists an enumeration's words.
+            value['enum'] = list(spec.choices)
         super().__init__(name=spec.key, description=spec.description,
                          value=value)
         self.spec = spec

@@ -53,8 +53,8 @@ import threading
 
 from oslo_log import log as logging
 
-from nova_plugin.virt import claims as claims_mod
 from rdt_virt import exception
+from rdt_virt.policy import capacity as capacity_mod
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit as fit_mod
 from rdt_virt.policy import hoststats
@@ -88,7 +88,7 @@ class RequestView(object):
         self.spec = spec
         self.flavor = flavor
         # None when the flavor asks nothing of RDT (no RDT extra spec, or
-        # only hw:rdt_monitor=false).
+        # only hw:rdt_monitor=false or hw:rdt_priority=normal).
         self.policy = policy
         # Why the extra specs are unusable (conflicting keys), or None.
         self.error = error
@@ -133,8 +133,10 @@ def request_view(spec_obj):
     policy, error, in_placement = None, None, False
     try:
         parsed = extra_specs.from_extra_specs(specs)
-        # hw:rdt_monitor=false alone asks nothing of a host.
-        if parsed.wants_cache or parsed.wants_mem_bw or parsed.monitor:
+        # hw:rdt_monitor=false or hw:rdt_priority=normal alone asks
+        # nothing of a host.
+        if (parsed.wants_cache or parsed.wants_mem_bw or parsed.monitor or
+                parsed.classed):
             policy = parsed
             in_placement = _placement_closids(specs) > 0
     except exception.InvalidExtraSpec as e:
@@ -171,16 +173,18 @@ class Verdict(object):
     """What a host can do for one plan: a refusal reason or its headroom.
 
     ``mbw`` is the host's measured memory bandwidth (None when unknown or
-    for a refusal), for the weigher.
+    for a refusal), ``high`` the number of high-priority instances on its
+    memory bandwidth domain that has the most, for the weigher.
     """
 
-    __slots__ = ('plan', 'reason', 'headroom', 'mbw')
+    __slots__ = ('plan', 'reason', 'headroom', 'mbw', 'high')
 
-    def __init__(self, plan, reason, headroom=None, mbw=None):
+    def __init__(self, plan, reason, headroom=None, mbw=None, high=0):
         self.plan = plan
         self.reason = reason
         self.headroom = headroom
         self.mbw = mbw
+        self.high = high
 
 
 class HostView(object):
@@ -204,9 +208,19 @@ class HostView(object):
         self.pending = None
 
     def consume(self, plan):
-        """Take ``plan`` from the capacity until the next report."""
+        """Take ``plan`` from the capacity until the next report.
+
+        A high or low instance counts in the host's classes too, so the
+        instances of one multi-create request spread as the weigher wants.
+        """
+        rdt = self.rdt
+        classes = rdt.classes
+        if plan.priority != extra_specs.PRIORITY_NORMAL and rdt.caps.mb:
+            classes = hoststats.add_instance(classes, plan.priority,
+                                             rdt.caps.mb.domain_ids)
         self.rdt = dataclasses.replace(
-            self.rdt, capacity=claims_mod.consume(self.rdt.capacity, plan))
+            rdt, capacity=capacity_mod.consume(rdt.capacity, plan),
+            classes=classes)
         self.verdicts = {}
 
     def reset(self):
@@ -248,7 +262,8 @@ class HostView(object):
         rdt = self.rdt
         try:
             rdt.capacity.check(plan, closids=not request.placement)
-            verdict = Verdict(plan, None, headroom(rdt, plan), rdt.mbw)
+            verdict = Verdict(plan, None, headroom(rdt, plan), rdt.mbw,
+                              rdt.most_high)
         except exception.CapacityExhausted as e:
             verdict = Verdict(plan, e.reason)
         self.verdicts[id(plan)] = verdict

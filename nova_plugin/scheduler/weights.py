@@ -31,6 +31,26 @@ to the busiest host weighed; a host without a measurement counts as the
 average of those with one. Nova normalises the weights across hosts before
 applying the multiplier.
 
+A request of a protection class (``hw:rdt_priority=high`` or ``low``)
+weighs::
+
+    headroom - pressure - high
+
+``high`` (0..1) is the number of high-priority instances on the host's
+memory bandwidth domain that has the most, relative to the host with the
+most among those weighed (0 when none has any):
+
+* a high request goes where few high instances are, so protected
+  instances stay apart and the controller has low instances to throttle
+  for each of them, not other protected ones it cannot touch;
+* a low request goes where it will have bandwidth to use: little measured
+  bandwidth (``pressure``) and few high instances that the controller
+  would throttle it for.
+
+Normal requests are weighed as before. Every term is read from the host's
+decoded stats and cached per host, so a host costs the same few lookups
+with classes as without.
+
 A request without RDT extra specs gets weight 0 everywhere, so the weigher
 does not change its placement. The multiplier is
 ``[filter_scheduler] rdt_weight_multiplier``, overridable per aggregate with
@@ -90,6 +110,11 @@ class RDTWeigher(weights.BaseHostWeigher):
         verdicts = [state.verdict(obj.obj, request)
                     for obj in weighed_obj_list]
         headrooms = [v.headroom or 0.0 for v in verdicts]
+        if request.policy.classed:
+            most = max((v.high for v in verdicts), default=0)
+            if most > 0:
+                headrooms = [h - v.high / most
+                             for h, v in zip(headrooms, verdicts)]
         mbws = [v.mbw for v in verdicts]
         known = [m for m in mbws if m is not None]
         top = max(known, default=0.0)

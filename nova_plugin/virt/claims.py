@@ -31,10 +31,9 @@ confirmed or reverted, as Nova does for the other resources.
 import dataclasses
 import threading
 
-from rdt_virt import exception
 from rdt_virt.libvirt import machine as machine_mod
+from rdt_virt.policy import capacity as capacity_mod
 from rdt_virt.policy import groups as groups_mod
-from rdt_virt.resctrl import bitmask
 
 # libvirt's groups are <machine name>-<allocation id>; see machine_mod.
 machine_name = machine_mod.machine_name
@@ -74,42 +73,6 @@ def realized(claim, group_names, machines, prefix):
     # Shared groups and monitoring: nothing of the instance's own to count
     # (an existing shared group is in the capacity already).
     return False
-
-
-def consume(capacity, plan):
-    """``capacity`` after ``plan``, even when it does not fit any more.
-
-    Claims made earlier must be counted even if resctrl changed under them
-    (an operator created groups, the default group took ways back): then
-    whatever the plan needs and is not free is simply gone.
-    """
-    try:
-        return capacity.claim(plan)
-    except exception.CapacityExhausted:
-        pass
-    closids, rmids = capacity.free_closids, capacity.free_rmids
-    shared = capacity.shared_groups
-    if capacity.needs_closid(plan):
-        closids = max(closids - 1, 0)
-        if rmids is not None:
-            rmids = max(rmids - 1, 0)
-        if plan.shared_value is not None:
-            shared = shared | {plan.shared_value}
-    masks = {res: dict(doms) for res, doms in capacity.free_masks.items()}
-    for alloc in plan.caches:
-        for dom, ways, _size in alloc.domains:
-            free = masks.get(alloc.resource, {}).get(dom)
-            if free is None:
-                continue
-            if capacity.largest_free_run(alloc.resource, dom) >= ways:
-                # Take them as Capacity.claim does.
-                masks[alloc.resource][dom] = free & ~bitmask.best_fit(
-                    0, free, ways)
-            else:
-                masks[alloc.resource][dom] = 0
-    return dataclasses.replace(capacity, free_closids=closids,
-                               free_rmids=rmids, free_masks=masks,
-                               shared_groups=shared)
 
 
 class Claims(object):
@@ -213,7 +176,7 @@ def available(capacity, claims, group_names, prefix, machines=None,
     machines = machines or {}
     for claim in claims:
         if not realized(claim, names, machines, prefix):
-            capacity = consume(capacity, claim.plan)
+            capacity = capacity_mod.consume(capacity, claim.plan)
     for claim in previous:
-        capacity = consume(capacity, claim.plan)
+        capacity = capacity_mod.consume(capacity, claim.plan)
     return capacity

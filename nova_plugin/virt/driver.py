@@ -222,10 +222,17 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             self._rdt_reconcile()
             state = self._rdt_state(refresh=True)
             capacity = self._rdt_available(state)
+            # Every instance held here, stopped ones too: they come back
+            # with their class.
+            priorities = [c.plan.priority
+                          for c in self._rdt_claims.current()]
+        mb = state.caps.mb
         return hoststats.HostRDT(
             caps=state.caps, capacity=capacity,
             strategy=self._rdt_strategy, monitoring=self._rdt_monitoring,
-            mbw=host_mod.agent_bandwidth(self._rdt_state_file))
+            mbw=host_mod.agent_bandwidth(self._rdt_state_file),
+            classes=hoststats.count_classes(
+                priorities, mb.domain_ids if mb else ()))
 
     def _rdt_reconcile(self):
         """Drop the claims of instances that left without cleanup().

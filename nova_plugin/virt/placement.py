@@ -143,7 +143,13 @@ def update_inventory(provider_tree, nodename, caps, capacity, claims,
     # Every CLOSID the kernel uses; the one io_alloc keeps for I/O is
     # never free, so it counts as used and ends up reserved.
     num = caps.kernel_closids
-    used = num - capacity.free_closids if num > 0 else 0
+    free = capacity.free_closids
+    if capacity.free_rmids is not None:
+        # A control group needs an RMID too: CLOSIDs left without one
+        # (RMIDs the kernel hands out are the smallest monitoring pool's,
+        # fewer than L3_MON's with package telemetry) are not free.
+        free = min(free, capacity.free_rmids)
+    used = num - free if num > 0 else 0
     held = sum(claim.placement for claim in claims)
     record = placement.inventory(num, used, held)
     if record is None:

@@ -29,6 +29,8 @@ on top:
   ``<memorytune>`` for the vCPUs, else the agent: in the shared group of
   that percentage (``group="shared"``) or in the instance's own group
   (``group="instance"``: MBps and AMD values, which libvirt cannot write).
+* the protection class (``hw:rdt_priority``) of the metadata element, for
+  the controller; ``normal`` when the domain has no such element.
 """
 
 import uuid as uuid_mod
@@ -145,9 +147,11 @@ def parse(xml, default_monitor=True):
             return None
         allocs = allocations(dom, machine_name(domain_id, dom.name))
         policy, bandwidth, monitor = {}, None, default_monitor
+        priority = model.Instance.priority
         if dom.metadata is not None:
             policy, bandwidth, monitor = _from_rdtvirt(dom.metadata,
                                                        default_monitor)
+            priority = dom.metadata.priority
         policy = dict(policy, **held_caches(allocs))
     except (etree.XMLSyntaxError, AttributeError, KeyError, TypeError,
             ValueError, exception.InvalidGroupName) as e:
@@ -155,4 +159,4 @@ def parse(xml, default_monitor=True):
     return model.Instance(uuid=uuid, name=dom.name,
                           domain_id=domain_id, allocations=allocs,
                           bandwidth=bandwidth, monitor=monitor,
-                          policy=policy)
+                          policy=policy, priority=priority)

@@ -82,6 +82,8 @@ class Instance:
     # The policy as published (extra spec names to values), for readers.
     policy: typing.Mapping[str, typing.Any] = dataclasses.field(
         default_factory=dict)
+    # hw:rdt_priority: 'high', 'normal' or 'low'.
+    priority: str = 'normal'
 
 
 @dataclasses.dataclass(frozen=True)

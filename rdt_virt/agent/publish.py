@@ -26,6 +26,11 @@ must ignore what they do not know):
 * ``host.bandwidth_ceiling_bps``: the most the host's memory can move; no
   rate is published above it, and ``host.counter_resets`` counts the
   readings dropped because a counter jumped above it (a hardware reset).
+* on hosts with package telemetry (Intel AET), per instance
+  ``power_watts`` (core power over the last interval),
+  ``energy_joules`` (a counter: core energy since the agent started) and
+  ``activity_fps`` (farads per second, see :mod:`rdt_virt.agent.energy`),
+  and ``host.power_watts``, their sum. Absent on other hosts.
 """
 
 from rdt_virt.agent import sampler
@@ -37,7 +42,7 @@ def _round(value):
 
 def build(time, interval, instances, placements, rates, rotation=None,
           rmids_total=0, rmids_used=0, closids_total=0, closids_used=0,
-          mon_budget=0, extra=None):
+          mon_budget=0, extra=None, energy=None, levels=None):
     """The state document for one sample.
 
     :param time: wall-clock time of the sample (epoch seconds).
@@ -47,6 +52,9 @@ def build(time, interval, instances, placements, rates, rotation=None,
     :param rates: ``{uuid: Rates}``.
     :param rotation: the :class:`~rdt_virt.agent.rotation.Rotation`.
     :param extra: more ``host`` fields.
+    :param energy: ``{uuid: Energy}`` on hosts with package telemetry,
+        else None.
+    :param levels: ``{uuid: level}`` the bandwidth controller holds.
     """
     docs = {}
     monitored = 0
@@ -69,11 +77,19 @@ def build(time, interval, instances, placements, rates, rotation=None,
             'mon_group': place.mon_group if place else None,
             'counters': counters,
             'policy': dict(inst.policy),
+            'priority': inst.priority,
+            'level': (levels or {}).get(uuid),
             'mbm_total_bps': _round(rate.mbm_total_bps),
             'mbm_local_bps': _round(rate.mbm_local_bps),
             'llc_occupancy_bytes': rate.llc_occupancy_bytes,
             'reason': rate.reason,
         }
+        if energy is not None:
+            figures = energy.get(uuid)
+            docs[uuid].update(
+                power_watts=_round(figures and figures.power_watts),
+                energy_joules=figures and figures.energy_joules,
+                activity_fps=_round(figures and figures.activity_fps))
     totals = sampler.host_totals(rates.get(u) for u in instances
                                  if rates.get(u) is not None)
     host = {
@@ -91,6 +107,10 @@ def build(time, interval, instances, placements, rates, rotation=None,
         'rotating': bool(rotation and rotation.rotating),
         'mon_coverage': round(rotation.coverage, 4) if rotation else 1.0,
     }
+    if energy is not None:
+        host['power_watts'] = _round(sum(
+            e.power_watts for u, e in energy.items()
+            if u in instances and e.power_watts is not None))
     host.update(extra or {})
     return {'time': time, 'interval': interval, 'host': host,
             'instances': docs}

@@ -46,19 +46,16 @@ no action at all.
 
 import dataclasses
 import functools
-import re
 import typing
 
 from rdt_virt.agent import masks
 from rdt_virt.agent import model
 from rdt_virt.policy import groups as groups_mod
 from rdt_virt.resctrl import info
+from rdt_virt.resctrl import names
 from rdt_virt.resctrl import schemata as schemata_mod
 
 ROOT = model.ROOT
-# libvirt names allocation groups "<machine name>-<alloc id>", the machine
-# name being "qemu-<domain id>-<sanitised domain name>".
-_LIBVIRT_GROUP = re.compile(r'^qemu-\d+-[A-Za-z0-9._-]+$')
 
 R_DISABLED = 'monitoring disabled'
 R_NO_MON = 'host has no monitoring'
@@ -67,6 +64,10 @@ R_SPLIT = 'threads in several control groups'
 R_FOREIGN = 'threads held by group %s of another tool'
 R_ROTATED = 'rotated out (RMID budget)'
 R_PENDING = 'control group not created yet'
+R_POOL = ('no free PMG in control group %s (MPAM: %d monitoring groups per '
+          'control group)')
+
+LOW = 'low'     # the protection class the bandwidth controller moves
 
 
 # Names are derived from validated uuids on every tick: remember them.
@@ -76,9 +77,8 @@ _mon_group = functools.lru_cache(maxsize=8192)(groups_mod.mon_group)
 _parse = functools.lru_cache(maxsize=8192)(groups_mod.parse)
 
 
-def is_libvirt_group(name):
-    """True if ``name`` looks like a group libvirt made for a domain."""
-    return bool(name) and bool(_LIBVIRT_GROUP.match(name))
+# The rule lives with resctrl, where the privileged daemon can use it too.
+is_libvirt_group = names.is_libvirt_group
 
 
 default_masks = masks.default_masks
@@ -153,6 +153,47 @@ def _intents(instances, threads, caps, settings):
             for uuid, inst in sorted(instances.items())]
 
 
+def controllable(inst, caps):
+    """True if the bandwidth controller may move ``inst``'s bandwidth.
+
+    Low-priority instances whose bandwidth the agent holds (shared or own
+    group, or none yet); never one in a libvirt group.
+    """
+    bw = inst.bandwidth
+    return (inst.priority == LOW and not inst.allocations and
+            caps.mb is not None and (
+                bw is None or (bw.group != model.LIBVIRT and
+                               bw.unit == caps.mb.unit)))
+
+
+def controlled(instances, levels, caps):
+    """``instances`` with the bandwidth controller's levels in force.
+
+    A level (in the host's MBA unit) below an instance's static cap
+    replaces that cap: a percentage puts the instance in the shared group
+    of that percentage, an MBps or AMD value in its own group. The static
+    cap stays the ceiling: a level above it changes nothing.
+
+    :param levels: ``{uuid: level}``.
+    """
+    if not levels or caps is None or caps.mb is None:
+        return instances
+    out = dict(instances)
+    shared = caps.mb.unit == info.UNIT_PERCENT
+    for uuid, level in levels.items():
+        inst = instances.get(uuid)
+        if inst is None or not controllable(inst, caps):
+            continue
+        bw = inst.bandwidth
+        if bw is not None and bw.value <= level:
+            continue
+        out[uuid] = dataclasses.replace(inst, bandwidth=model.BandwidthPolicy(
+            unit=caps.mb.unit, value=level,
+            requested=bw.requested if bw is not None else level,
+            group=model.SHARED if shared else model.INSTANCE))
+    return out
+
+
 def groups_of(inst, caps, settings):
     """Names of the control groups ``inst`` should be in."""
     it = _intent(inst, None, caps, settings)
@@ -217,6 +258,22 @@ def mon_candidates(instances, threads, caps, settings):
         if len(wanted) == 1 and not (wanted & it.dedicated):
             found.append(it.inst.uuid)
     return found
+
+
+def candidate_parents(instances, candidates, caps, settings):
+    """How many control groups hold the monitoring ``candidates``.
+
+    On Arm MPAM each control group has its own pool of RMIDs, so the
+    budget is per control group (:func:`~rdt_virt.agent.rotation.
+    rmid_budget`); the default group counts as one.
+    """
+    parents = set()
+    for uuid in candidates:
+        inst = instances.get(uuid)
+        if inst is not None:
+            names = groups_of(inst, caps, settings)
+            parents.add(min(names) if names else None)
+    return len(parents)
 
 
 # The plan --------------------------------------------------------------------
@@ -446,6 +503,42 @@ class _Planner(object):
             self._move_mon(mon, old, group)
             parents.append(group)
 
+    def limit_pools(self, placements):
+        """Keep each control group's monitoring groups within its pool.
+
+        On MPAM an RMID is a PMG of one CLOSID and ``alloc_rmid(closid)``
+        answers ENOSPC once that CLOSID's PMGs are taken, whatever the
+        rest of the host has free. Groups that exist (or move in) keep
+        their place; new ones join in uuid order while room is left.
+        Monitoring groups of other tools and those still draining hold a
+        PMG of the group too.
+        """
+        per_group = self.caps.mon_groups_per_closid
+        if per_group is None:
+            return
+        wanted = {}
+        for mon, (group, _uuid, _tids) in self.desired_mons.items():
+            wanted.setdefault(group, []).append(mon)
+        for group, mons in sorted(wanted.items(),
+                                  key=lambda kv: (kv[0] is not None,
+                                                  kv[0] or '')):
+            snap_group = self.snap.groups.get(group)
+            held = 0
+            for name in (snap_group.mon_names if snap_group else ()):
+                kind = _parse(self.prefix, name)
+                if not (kind and kind[0] == 'monitor') or (
+                        name in self.draining):
+                    held += 1
+            room = max(per_group - held, 0)
+
+            def present(mon, group=group):
+                return group in self.existing.get(mon, ())
+            for mon in sorted(mons, key=lambda m: (not present(m), m))[room:]:
+                _group, uuid, _tids = self.desired_mons.pop(mon)
+                placements[uuid] = dataclasses.replace(
+                    placements[uuid], mon_group=None, counters=None,
+                    reason=R_POOL % (group or 'default', per_group))
+
     def mon_groups(self, managed):
         existing = self.existing
         for mon, (group, uuid, tids) in sorted(self.desired_mons.items()):
@@ -583,6 +676,7 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
         planner.premove(it)
         final = planner.place_threads(it)
         placements[it.inst.uuid] = planner.monitor(it, final)
+    planner.limit_pools(placements)
     planner.mon_groups(managed)
     planner.remove_unused(needed, managed)
     return Result(planner.actions(root_actions), placements,

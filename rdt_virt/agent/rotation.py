@@ -23,6 +23,18 @@ longest to those waiting longest. Handing over only part of the window
 keeps most instances reporting through a rotation (a new group needs two
 readings before it has a rate).
 
+Two kinds of host change that arithmetic. With Intel's package telemetry
+(``PERF_PKG_MON``, 7.0) the kernel hands out only as many RMIDs as its
+smallest monitoring resource has (``resctrl_arch_system_num_rmid_idx()``),
+which :attr:`~rdt_virt.resctrl.info.HostCapabilities.num_rmids` already
+is. On Arm MPAM an RMID is a PMG of one CLOSID: each control group owns a
+pool of PMG-count RMIDs, takes one for itself, and ``alloc_rmid(closid)``
+answers ENOSPC when its pool is used up however many other RMIDs are free.
+Control groups then never compete with monitoring groups for RMIDs, but a
+control group holds at most PMG count - 1 monitoring groups; the planner
+(:mod:`rdt_virt.agent.reconcile`) enforces that per group, and the budget
+here is the sum over the groups that hold candidates.
+
 RMID limbo: a removed group's RMID stays busy until its cache occupancy
 falls below ``max_threshold_occupancy`` on every domain. The kernel checks
 that about once a second, and cache-resident data can keep an RMID busy for
@@ -33,7 +45,13 @@ and the kernel says so only when it is too late. The agent therefore does
 the draining itself, where it can watch it: a monitoring group that leaves
 the window gives its threads back to its control group but stays, holding
 its RMID, until its own ``llc_occupancy`` reads below the threshold; only
-then is it removed, and the kernel frees its RMID at the next check.
+then is it removed, and the kernel frees its RMID at the next check. The
+wait is bounded (:class:`rdt_virt.agent.monitoring.DrainCheck`): a group
+whose occupancy cannot be read (an empty group that never ran reads
+``Unavailable``) goes at once, and one still above the threshold after a
+few rotation intervals goes anyway, its RMID then counted as in limbo. A
+member whose group can go at once is replaced in the same tick, so
+steady rotation uses the whole budget.
 Groups held that way (``held``) and RMIDs released recently (limbo)
 count against the budget, so the window plus them never exceed it, and
 new members join only as fast as the old ones drain. RMIDs released
@@ -47,16 +65,24 @@ FAST_DRAIN = 2.0
 MAX_DRAIN = 3600.0
 
 
-def rmid_budget(caps, configured=-1, foreign_mon_groups=0):
+def rmid_budget(caps, configured=-1, foreign_mon_groups=0, parents=None):
     """How many monitoring groups the agent may keep.
 
     :param caps: the host's HostCapabilities.
     :param configured: ``[rdt_agent] rmid_budget`` (-1: automatic).
     :param foreign_mon_groups: monitoring groups of libvirt and other tools.
+    :param parents: on MPAM, how many control groups hold instances that
+        need a monitoring group (None: every CLOSID may).
     """
     if caps.monitor is None:
         return 0
-    auto = caps.num_rmids - max(caps.num_closids, 1) - foreign_mon_groups
+    per_group = caps.mon_groups_per_closid
+    if per_group is not None:
+        groups = caps.num_closids if parents is None else parents
+        auto = per_group * max(groups, 0) - foreign_mon_groups
+    else:
+        auto = (caps.num_rmids - max(caps.num_closids, 1) -
+                foreign_mon_groups)
     auto = max(auto, 0)
     return auto if configured < 0 else min(configured, auto)
 
@@ -122,14 +148,24 @@ class Rotation(object):
             return 1.0
         return len(self.window) / self.candidates
 
-    def update(self, candidates, budget, now, held=0):
+    def update(self, candidates, budget, now, held=0, may_go=None,
+               spare=0):
         """Return the new window for ``candidates`` under ``budget``.
 
         :param candidates: uuids that need a monitoring group.
         :param budget: monitoring groups allowed (see :func:`rmid_budget`).
         :param now: the current time (any monotonic clock, in seconds).
         :param held: monitoring groups outside the window that still hold
-            an RMID (draining, or removed this tick).
+            an RMID (draining).
+        :param may_go: ``f(uuid) -> bool``: the monitoring group of a
+            member leaving now can be removed at once (drained, or
+            nothing to wait for).
+        :param spare: RMIDs beyond the budget that nothing else needs
+            (a configured budget below the automatic one). A member whose
+            group may go is replaced in the same tick while they last, so
+            that steady rotation keeps the whole budget in use; otherwise
+            its removed group's RMID, which the kernel frees only at its
+            next limbo check, still counts this tick.
         """
         cands = set(candidates)
         self.candidates = len(cands)
@@ -146,19 +182,28 @@ class Rotation(object):
             if uuid not in cands:
                 del self._left[uuid]
         by_age = sorted(window, key=lambda u: (self._since[u], u))
+        handover = [max(int(spare), 0)]
+
+        def stays(uuid):
+            if may_go is not None and may_go(uuid) and handover[0]:
+                handover[0] -= 1
+                return 0
+            return 1
+
         while len(window) > budget:
-            self._leave(by_age.pop(0), window, now)
-            leaving += 1
+            uuid = by_age.pop(0)
+            self._leave(uuid, window, now)
+            leaving += stays(uuid)
         if len(cands) <= budget:
             self._last_rotation = now
         elif budget and now - self._last_rotation >= self.interval:
             step = min(len(cands) - budget, max(1, budget // 4))
             for uuid in by_age[:step]:
                 self._leave(uuid, window, now)
-                leaving += 1
+                leaving += stays(uuid)
             self._last_rotation = now
         # Only RMIDs that are surely free may be taken: those leaving now
-        # hold theirs until they drain.
+        # hold theirs until they drain, unless they may go at once.
         room = (budget - self.in_limbo(now) - int(held) - leaving -
                 len(window))
         waiting = sorted(cands - window,

@@ -23,6 +23,15 @@ counter. What can go wrong, and what this module does about it:
 * The counter reads ``Unavailable``/``Error``/``Unassigned``: no rate for
   that sample, with the kernel's word as the reason; the old baseline is
   kept, so the next good reading gives the average over the gap.
+* A new group whose threads have not run reads ``Unavailable`` in every
+  event file on real kernels (``mon_event_count()``: a new monitoring
+  group "may report -EINVAL/Unavailable if the monitor hasn't seen any
+  traffic"), and a domain the instance never ran on stays so. A counter
+  that has never had a value since its RMID changed is such a case, not
+  an error: a domain like that adds nothing to the sum, and when no
+  counter has a value yet the instance has no rate with the reason
+  ``no traffic yet``. Once a counter had a value, ``Unavailable`` is an
+  error again (the AMD reset below).
 * The counter jumps up by more than memory can move: on AMD without
   counter assignment the hardware resets the counter of an RMID it stops
   tracking (reads give ``Unavailable``), and the kernel takes the next
@@ -49,6 +58,8 @@ R_FIRST = 'first sample'
 R_RESET = 'counter reset'
 R_JUMP = 'counter reset (jump above the bandwidth ceiling)'
 R_NO_DATA = 'no monitoring data'
+R_NO_TRAFFIC = 'no traffic yet'
+UNAVAILABLE = 'Unavailable'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +94,8 @@ class Rates:
     mbm_local_bps: typing.Optional[float] = None
     llc_occupancy_bytes: typing.Optional[float] = None
     reason: typing.Optional[str] = None
+    # mbm_total_bps per L3 domain (the bandwidth controller's input).
+    total_by_domain: typing.Optional[typing.Mapping[int, float]] = None
 
     @property
     def has_values(self):
@@ -99,7 +112,8 @@ class RateTracker(object):
     """
 
     def __init__(self, ceiling=None):
-        # uuid -> (source, {(domain, event): (value, time)})
+        # uuid -> (source, {(domain, event): (value, time)}); a counter
+        # that has had a value since the source changed has a baseline.
         self._base = {}
         self.ceiling = ceiling
         # Readings taken as resets because they jumped above the ceiling.
@@ -117,33 +131,47 @@ class RateTracker(object):
             restarted = False
         rates = {}
         reasons = []
+        by_domain = {}
         for event in RATE_EVENTS:
-            rate, reason = self._rate(base, reading, event)
+            rate, reason = self._rate(base, reading, event,
+                                      by_domain.setdefault(event, {}))
             rates[event] = rate
             if reason:
                 reasons.append(reason)
-        occupancy, reason = _gauge(reading, info.LLC_OCCUPANCY)
+        occupancy, reason = _gauge(reading, info.LLC_OCCUPANCY, base)
         if reason:
             reasons.append(reason)
+        if occupancy is not None:
+            for dom, values in reading.values.items():
+                value = values.get(info.LLC_OCCUPANCY)
+                if value is not None and value.value is not None:
+                    base[(dom, info.LLC_OCCUPANCY)] = (value.value,
+                                                       reading.time)
         if restarted and not reasons:
             reasons.append(R_FIRST)
         return Rates(
             mbm_total_bps=rates[info.MBM_TOTAL_BYTES],
             mbm_local_bps=rates[info.MBM_LOCAL_BYTES],
             llc_occupancy_bytes=occupancy,
-            reason=_first_reason(reasons))
+            reason=_first_reason(reasons),
+            total_by_domain=by_domain[info.MBM_TOTAL_BYTES] if (
+                rates[info.MBM_TOTAL_BYTES] is not None) else None)
 
-    def _rate(self, base, reading, event):
+    def _rate(self, base, reading, event, by_domain):
         ceiling = self.ceiling
         total = 0.0
         reason = None
         seen = False
+        idle = 0
         for dom, values in sorted(reading.values.items()):
             current = values.get(event)
             if current is None:
                 continue
             seen = True
             old = base.get((dom, event))
+            if _never_ran(current, old):
+                idle += 1
+                continue
             if current.value is None:
                 # Keep the old baseline: the next good value spans the gap.
                 reason = reason or current.reason or R_NO_DATA
@@ -163,10 +191,13 @@ class RateTracker(object):
                     reason = reason or R_JUMP
                 else:
                     total += rate
+                    by_domain[dom] = rate
         if not seen:
             return None, None
         if reason:
             return None, reason
+        if idle and not any(k[1] == event for k in base):
+            return None, R_NO_TRAFFIC
         if ceiling is not None and total > ceiling:
             # Every domain was plausible, their sum is not.
             self.jumps += 1
@@ -180,24 +211,39 @@ class RateTracker(object):
                 del self._base[key]
 
 
-def _gauge(reading, event):
+def _never_ran(current, old):
+    """``Unavailable`` from a counter with no value since its RMID changed."""
+    return (current.value is None and old is None and
+            current.reason == UNAVAILABLE)
+
+
+def _gauge(reading, event, base):
     total = 0
-    seen = False
-    for values in reading.values.values():
+    seen = valued = False
+    for dom, values in reading.values.items():
         current = values.get(event)
         if current is None:
             continue
         seen = True
+        if _never_ran(current, base.get((dom, event))):
+            continue
         if current.value is None:
             return None, current.reason or R_NO_DATA
         total += current.value
+        valued = True
+    if seen and not valued and not any(k[1] == event for k in base):
+        return None, R_NO_TRAFFIC
     return (total if seen else None), None
 
 
 def _first_reason(reasons):
-    # A sentinel from the kernel says more than "first sample".
+    # A sentinel from the kernel says more than "first sample", and
+    # "first sample" more than "no traffic yet" of another counter.
     for reason in reasons:
-        if reason not in (R_FIRST, R_RESET, R_JUMP):
+        if reason not in (R_FIRST, R_RESET, R_JUMP, R_NO_TRAFFIC):
+            return reason
+    for reason in reasons:
+        if reason != R_NO_TRAFFIC:
             return reason
     return reasons[0] if reasons else None
 

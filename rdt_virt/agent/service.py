@@ -26,33 +26,32 @@
 
 :meth:`Agent.run` is the daemon's loop: a single thread that waits for
 events and timers, so ticks, events and samples never run concurrently.
+
+The parts it wires: :mod:`rdt_virt.agent.snapshot` reads resctrl,
+:mod:`rdt_virt.agent.monitoring` keeps the account of RMIDs and MBM
+counters between ticks, :mod:`rdt_virt.agent.sampling` turns counters into
+rates and publishes them.
 """
 
 import dataclasses
 import os
 import queue as stdlib_queue
 import time
-import zlib
 
 from oslo_log import log as logging
 
-from rdt_virt.agent import ceiling as ceiling_mod
-from rdt_virt.agent import counters as counters_mod
 from rdt_virt.agent import domains
 from rdt_virt.agent import model
-from rdt_virt.agent import publish
+from rdt_virt.agent import monitoring as monitoring_mod
+from rdt_virt.agent import protection as protection_mod
 from rdt_virt.agent import reconcile
-from rdt_virt.agent import rotation as rotation_mod
-from rdt_virt.agent import sampler
+from rdt_virt.agent import sampling as sampling_mod
+from rdt_virt.agent import snapshot as snapshot_mod
 from rdt_virt.agent import state
 from rdt_virt import exception
 from rdt_virt.policy import default_group
-from rdt_virt.policy import groups as groups_mod
-from rdt_virt.resctrl import fs
 
 LOG = logging.getLogger(__name__)
-# Every monitoring group's tasks are read at least once in this many ticks.
-MON_VERIFY_TICKS = 10
 # Seconds between a domain's stop and the tick that removes its groups.
 CLEANUP_DELAY = 1.0
 
@@ -94,41 +93,41 @@ class Agent(object):
             prefix=conf.rdt.group_prefix,
             default_l3_ways=conf.rdt.default_group_l3_ways,
             place_extra=self.opts.place_extra_threads)
-        self.rotation = rotation_mod.Rotation(self.opts.rotation_interval)
-        # MBM counters rotate like RMIDs on counter-assignment hosts.
-        self.counter_rotation = rotation_mod.Rotation(
-            self.opts.rotation_interval)
-        self.counter_info = None     # what the state file says of them
-        self.tracker = sampler.RateTracker()
-        self.ceiling_source = None
-        # Groups holding an RMID at the last tick, and the monitoring
-        # groups whose removal since is accounted for already (drained:
-        # free at once; a stopped instance's: counted by the rotation).
-        self._rmid_groups = None
-        self._accounted = set()
-        self._held = 0               # monitoring groups left draining
+        self.reader = snapshot_mod.SnapshotReader(resctrl,
+                                                  self.settings.prefix)
+        self.monitoring = monitoring_mod.Monitoring(
+            resctrl, executor, self.settings.prefix, self.opts, clock)
+        self.sampling = sampling_mod.Sampling(conf, resctrl,
+                                              self.monitoring, clock, wall)
+        self.protection = protection_mod.Protection(self.opts, clock)
+        self._resumed = False
         self.caps = None
         self._fingerprint = None
         self.instances = {}
         self.threads = {}
         self.placements = {}
-        self.rates = {}
         self.blocked = {}            # name -> (reason, until)
-        self._generation = {}        # group or mon group -> int
-        # (group, mon group) -> (parent's tasks, tasks) at the last read.
-        self._mon_cache = {}
-        self._rmid_cap = None        # (budget, until) after ENOSPC
         self._next_connect = 0.0
         self._warned = set()
-        self.budget = None           # RMID budget of the last tick
-        self.rmids_used = 0
-        self.closids_used = 0
         self._full_due = None        # when a full tick was asked for
-        self.last_doc = None
         self.last_tick = TickStats()
         self.totals = {'ticks': 0, 'writes': 0, 'events': 0, 'errors': 0}
         self.event_latencies = []
         self._placed_at = {}         # uuid -> when the fast path read it
+
+    # What the parts hold, under the names the agent always had.
+
+    rotation = property(lambda self: self.monitoring.rotation)
+    counter_rotation = property(
+        lambda self: self.monitoring.counter_rotation)
+    counter_info = property(lambda self: self.monitoring.counter_info)
+    budget = property(lambda self: self.monitoring.budget)
+    rmids_used = property(lambda self: self.monitoring.rmids_used)
+    closids_used = property(lambda self: self.monitoring.closids_used)
+    tracker = property(lambda self: self.sampling.tracker)
+    ceiling_source = property(lambda self: self.sampling.ceiling_source)
+    rates = property(lambda self: self.sampling.rates)
+    last_doc = property(lambda self: self.sampling.last_doc)
 
     # Capabilities ----------------------------------------------------------
 
@@ -148,7 +147,7 @@ class Agent(object):
         if self.caps is None or fingerprint != self._fingerprint:
             self.caps = rc.capabilities()
             self._fingerprint = fingerprint
-            self._set_ceiling()
+            self.sampling.set_ceiling(self.caps)
             LOG.info('resctrl at %s: features %s, %d CLOSIDs, %d RMIDs',
                      rc.root, ', '.join(sorted(self.caps.features)) or
                      'none', self.caps.num_closids, self.caps.num_rmids)
@@ -159,102 +158,12 @@ class Agent(object):
                 LOG.error('%s; the default group keeps its L3 mask', e)
         return True
 
-    def _set_ceiling(self):
-        mon = self.caps.monitor
-        value, source = ceiling_mod.host_ceiling(
-            self.opts.memory_bandwidth_ceiling,
-            len(mon.domain_ids) if mon else 1)
-        self.tracker.ceiling = value
-        self.ceiling_source = source
-        LOG.info('Memory bandwidth ceiling %.0f GB/s (%s): faster counter '
-                 'growth is taken for a counter reset',
-                 value / ceiling_mod.GB, source)
-
     # Reading resctrl -------------------------------------------------------
 
-    def _mon_tasks(self, group, mon, ctrl_tasks, wanted):
-        """Tasks of a monitoring group, from the cache when that is safe.
-
-        A converged tick should not read every monitoring group: their
-        threads are known from the last read as long as nothing was
-        written since, the parent's tasks did not change (a thread came
-        or went) and the group belongs to a live instance (a dead thread
-        in a cached set must not keep an unused group alive). Each group
-        is still read every MON_VERIFY_TICKS ticks, which catches a
-        thread moved straight from it to its parent.
-        """
-        key = (group, mon)
-        cached = self._mon_cache.get(key)
-        if cached is not None and mon in wanted and (
-                cached[0] == ctrl_tasks) and (
-                zlib.crc32(mon.encode()) % MON_VERIFY_TICKS !=
-                self.totals['ticks'] % MON_VERIFY_TICKS):
-            return cached[1]
-        tasks = frozenset(self.resctrl.read_tasks(group, mon))
-        self._mon_cache[key] = (ctrl_tasks, tasks)
-        return tasks
-
-    def _schemata(self, name):
-        """A group's schemata; None for another tool's unreadable one.
-
-        A pseudo-locked group answers ENODEV when its cache domain is
-        offline; nothing of another tool's may stop a tick.
-        """
-        rc = self.resctrl
-        if rc.owns(name) or reconcile.is_libvirt_group(name):
-            return rc.read_schemata(name)
-        try:
-            return rc.read_schemata(name)
-        except exception.GroupNotFound:
-            raise
-        except (exception.ResctrlError, exception.InvalidSchemata) as e:
-            LOG.debug('Ignoring the schemata of group %s: %s', name, e)
-            return None
-
-    def _read_group(self, name, monitor, wanted, only):
-        rc = self.resctrl
-        group = model.GroupState(
-            name, tasks=frozenset(rc.read_tasks(name)),
-            schemata=self._schemata(name))
-        if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
-            mons = rc.list_mon_groups(name)
-            group.mon_names = frozenset(mons)
-            group.mon_groups = {m: self._mon_tasks(name, m, group.tasks,
-                                                   wanted)
-                                for m in mons if only is None or m in only}
-        return group
-
     def read_snapshot(self, scope=None, instances=(), only=None):
-        """Read resctrl; ``scope``: only these control groups.
-
-        :param instances: uuids of the live instances, whose monitoring
-            groups may come from the cache.
-        :param only: names of the monitoring groups whose tasks to read
-            (None: all); the others are only listed. For the fast path,
-            which plans one instance.
-        """
-        rc = self.resctrl
-        monitor = self.caps.monitor is not None
-        wanted = {self.settings.prefix + 'm-' + u for u in instances}
-        root = model.GroupState(None, schemata=rc.read_schemata(None))
-        if monitor:
-            mons = rc.list_mon_groups(None)
-            root.mon_names = frozenset(mons)
-            # The default group's own tasks are never read (every thread
-            # of the host): its cache entries depend on nothing else.
-            root.mon_groups = {m: self._mon_tasks(None, m, None, wanted)
-                               for m in mons if rc.owns(m) and (
-                                   only is None or m in only)}
-        groups = {None: root}
-        names = rc.list_groups() if scope is None else sorted(
-            n for n in scope if n is not None)
-        for name in names:
-            try:
-                groups[name] = self._read_group(name, monitor, wanted,
-                                                only)
-            except exception.GroupNotFound:
-                continue
-        return model.Snapshot(groups, complete=scope is None)
+        """Read resctrl; see :meth:`.SnapshotReader.read`."""
+        return self.reader.read(self.caps, self.totals['ticks'], scope,
+                                instances, only)
 
     def _read_or_warn(self, *args, **kwargs):
         """read_snapshot, or None (with a warning) when resctrl refuses.
@@ -270,130 +179,6 @@ class Agent(object):
             LOG.warning('Cannot read resctrl (%s); trying again later', e)
             return None
 
-    def _account(self, snap):
-        """RMIDs and CLOSIDs in use, and monitoring groups of others."""
-        ctrl = [n for n in snap.groups if n is not None]
-        foreign = 0
-        ours = 0
-        for group in snap.groups.values():
-            for mon in group.mon_names:
-                if self.resctrl.owns(mon):
-                    ours += 1
-                else:
-                    foreign += 1
-        rmids = {(n, None) for n in ctrl}
-        rmids |= {(n, m) for n, g in snap.groups.items() for m in g.mon_names}
-        gone = (self._rmid_groups or set()) - rmids - self._accounted
-        if gone and self.caps.monitor and (
-                'llc_occupancy' in self.caps.monitor.features):
-            # Removed without a look at their occupancy, by anyone (libvirt
-            # at a domain's stop, a rmdir of a control group): in limbo.
-            self.rotation.released(self.clock(), len(gone))
-        self._rmid_groups = rmids
-        self._accounted = set()
-        self.closids_used = 1 + len(ctrl)
-        self.rmids_used = 1 + len(ctrl) + ours + foreign if (
-            self.caps.monitor) else 0
-        return foreign, ours
-
-    def _own_mon_groups(self, snap):
-        """``{uuid: (control group, monitoring group)}`` of the agent's."""
-        found = {}
-        for name, group in snap.groups.items():
-            for mon in group.mon_names:
-                kind = groups_mod.parse(self.settings.prefix, mon)
-                if kind and kind[0] == 'monitor':
-                    found[kind[1]] = (name, mon)
-        return found
-
-    def _draining(self, outside):
-        """Monitoring groups to empty but keep: their RMID has not drained.
-
-        A removed group's RMID stays in limbo until its cache occupancy is
-        below ``max_threshold_occupancy`` on every domain; read here, on
-        the group that still exists, it tells when removing it frees the
-        RMID at once (see :mod:`rdt_virt.agent.rotation`).
-        """
-        mon = self.caps.monitor
-        if (mon is None or mon.max_threshold_occupancy is None or
-                'llc_occupancy' not in mon.features):
-            return set()
-        threshold = mon.max_threshold_occupancy
-        draining = set()
-        for group, name in outside.values():
-            try:
-                values = self.resctrl.read_mon_data(
-                    group, name, events=['llc_occupancy'])
-            except exception.ResctrlError:
-                continue
-            for dom in values.values():
-                occ = dom.get('llc_occupancy')
-                if occ is None or occ.value is None or (
-                        occ.value >= threshold):
-                    draining.add(name)
-                    break
-        return draining
-
-    def _assign_counters(self, placements, snap, now):
-        """Give MBM counters to the groups that count instances.
-
-        Counter-assignment hosts only (see :mod:`rdt_virt.agent.counters`).
-        Returns the number of writes.
-        """
-        rc = self.resctrl
-        mon = self.caps.monitor
-        events = mon.mbm_events
-        owner = {}
-        for uuid, place in placements.items():
-            if place.counters is not None:
-                owner[tuple(place.counters)] = uuid
-        spare = set()
-        for name in snap.groups:
-            kind = groups_mod.parse(self.settings.prefix, name or '')
-            if kind and kind[0] == 'shared' and (name, None) not in owner:
-                spare.add((name, None))
-        actual = {}
-        for key in list(owner) + sorted(spare):
-            try:
-                actual[key] = rc.read_assignments(*key)
-            except exception.ResctrlError:
-                owner.pop(key, None)
-                spare.discard(key)
-        try:
-            available = rc.read_available_counters()
-        except exception.ResctrlError as e:
-            LOG.warning('Cannot read the free MBM counters: %s', e)
-            return 0
-        budget = counters_mod.budget(mon, available, actual)
-        # First time round, those that have counters keep them.
-        self.counter_rotation.adopt(
-            [u for key, u in owner.items()
-             if counters_mod.has_all(actual.get(key, {}), events)],
-            budget, now)
-        window = self.counter_rotation.update(sorted(owner.values()),
-                                              budget, now)
-        wanted = {key: (uuid, uuid in window) for key, uuid in owner.items()}
-        wanted.update({key: (None, False) for key in spare})
-        actions = counters_mod.actions(wanted, actual, events)
-        outcome = self.executor.apply(actions) if actions else None
-        for action in actions:
-            if action.state == fs.ASSIGNED:
-                # A new counter starts from zero: restart the rates.
-                key = action.mon_group or action.group
-                self._generation[key] = self._generation.get(key, 0) + 1
-        with_counters = sum(
-            1 for key, (_u, want) in wanted.items() if want and key in owner)
-        self.counter_info = {
-            'counter_mode': mon.assign_mode,
-            'mbm_counters_total': min(
-                (n for _d, n in mon.num_mbm_cntrs), default=0),
-            'mbm_counters_available': min(available.values(), default=0),
-            'counter_budget': budget,
-            'counter_coverage': round(self.counter_rotation.coverage, 4),
-            'instances_with_counters': with_counters,
-        }
-        return outcome.writes if outcome else 0
-
     # Planning and applying --------------------------------------------------
 
     def _blocked(self, now):
@@ -402,21 +187,10 @@ class Agent(object):
             del self.blocked[name]
         return {n: r for n, (r, _u) in self.blocked.items()}
 
-    def _budget(self, foreign, now):
-        budget = rotation_mod.rmid_budget(self.caps, self.opts.rmid_budget,
-                                          foreign)
-        if self._rmid_cap is not None:
-            if now < self._rmid_cap[1]:
-                budget = min(budget, self._rmid_cap[0])
-            else:
-                self._rmid_cap = None
-        self.budget = budget
-        return budget
-
     def _apply(self, result, now, ours=0):
         if result.actions:
             # What the cache says no longer holds.
-            self._mon_cache.clear()
+            self.reader.invalidate()
         outcome = self.executor.apply(result.actions)
         if outcome.blocked:
             self._unplace(result.placements, outcome.blocked)
@@ -425,7 +199,7 @@ class Agent(object):
             self.blocked[name] = (reason, retry)
         if outcome.rmids_exhausted:
             created = sum(1 for _g, m in outcome.created if m)
-            self._rmid_cap = (ours + created, retry)
+            self.monitoring.rmids_exhausted(ours + created, retry)
         if outcome.rmids_busy:
             # Free RMIDs ran out while others sit in limbo: slow down.
             self.rotation.busy(now)
@@ -433,8 +207,7 @@ class Agent(object):
                         'rotate assuming %.0f s of limbo',
                         self.rotation.drain_time)
         for group, mon in outcome.created:
-            key = mon or group
-            self._generation[key] = self._generation.get(key, 0) + 1
+            self.monitoring.renew(mon or group)
         for text in result.warnings:
             if text not in self._warned:
                 LOG.warning('%s', text)
@@ -508,34 +281,52 @@ class Agent(object):
         for uuid in set(self.instances) - set(instances):
             self.procfs.forget(uuid)
         threads = self._threads(instances)
+        planned = self._controlled(instances)
         now = self.clock()
         with self.resctrl.lock():
             snap = self._read_or_warn(instances=instances)
             if snap is None:
                 stats.skipped = 'resctrl unreadable'
                 return self._done(stats, cpu0, start)
-            foreign, ours = self._account(snap)
-            cands = reconcile.mon_candidates(instances, threads, self.caps,
+            monitoring = self.monitoring
+            foreign, ours = monitoring.account(snap, self.caps)
+            cands = reconcile.mon_candidates(planned, threads, self.caps,
                                              self.settings)
-            budget = self._budget(foreign, now)
-            mons = self._own_mon_groups(snap)
+            parents = None
+            if self.caps.mon_groups_per_closid is not None:
+                parents = reconcile.candidate_parents(
+                    instances, cands, self.caps, self.settings)
+            budget = monitoring.budget_for(self.caps, foreign, now, parents)
+            mons = monitoring.own_mon_groups(snap)
             self.rotation.adopt(set(mons) & set(cands), budget, now)
-            held = [m for m in mons if m not in self.rotation.window]
-            window = self.rotation.update(cands, budget, now,
-                                          held=len(held))
-            draining = self._draining(
-                {u: g for u, g in mons.items() if u not in window})
-            self._held = len(draining)
-            result = reconcile.plan(instances, threads, snap, self.caps,
+            # Read before the window moves: a group that can go at once
+            # neither holds an RMID nor keeps its successor out.
+            may_go = monitoring.drain_check(self.caps, mons, now)
+            outside = [u for u in mons if u not in self.rotation.window]
+            dirty = len(may_go.draining(outside))
+            # A group removed now frees its RMID at the kernel's next limbo
+            # check: until then only a spare RMID can stand in for it.
+            spare = monitoring.spare(now)
+            handed = min(spare, len(outside) - dirty)
+            window = self.rotation.update(
+                cands, budget, now, held=len(outside) - handed,
+                may_go=may_go, spare=spare - handed)
+            draining = may_go.draining([u for u in mons if u not in window])
+            monitoring.held = len(draining)
+            monitoring.forget_held(draining)
+            result = reconcile.plan(planned, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
-            self._accounted = {(a.group, a.mon_group)
-                               for a in result.actions
-                               if isinstance(a, model.RemoveMonGroup)}
+            # Drained groups free their RMID at the kernel's next check;
+            # those let go above the threshold use a spare RMID.
+            monitoring.accounted = {(a.group, a.mon_group)
+                                    for a in result.actions
+                                    if isinstance(a, model.RemoveMonGroup)}
+            monitoring.note_forced(now)
             if self.caps.monitor and self.caps.monitor.assigns_counters:
-                outcome.writes += self._assign_counters(result.placements,
-                                                        snap, now)
+                outcome.writes += monitoring.assign_counters(
+                    self.caps, result.placements, snap, now)
         self.instances = instances
         self.threads = threads
         self.placements = result.placements
@@ -567,7 +358,8 @@ class Agent(object):
             self.request_full()
             return stats
         now = self.clock()
-        scope = reconcile.groups_of(inst, self.caps, self.settings)
+        planned = self._controlled({uuid: inst})
+        scope = reconcile.groups_of(planned[uuid], self.caps, self.settings)
         before = self.placements.get(uuid)
         if before is not None and before.group is not None:
             # Its policy may have changed: where its threads are now must
@@ -581,16 +373,17 @@ class Agent(object):
                 stats.skipped = 'resctrl unreadable'
                 self.request_full(CLEANUP_DELAY)
                 return stats
-            cands = reconcile.mon_candidates({uuid: inst}, threads,
+            cands = reconcile.mon_candidates(planned, threads,
                                              self.caps, self.settings)
             window = self.rotation.window
             if cands:
                 budget = self.budget
                 if budget is None:
                     # No full tick yet: other tools' groups are unknown.
-                    budget = self._budget(0, now)
-                window = self.rotation.admit(uuid, budget, now, self._held)
-            result = reconcile.plan({uuid: inst}, threads, snap, self.caps,
+                    budget = self.monitoring.budget_for(self.caps, 0, now)
+                window = self.rotation.admit(uuid, budget, now,
+                                             self.monitoring.held)
+            result = reconcile.plan(planned, threads, snap, self.caps,
                                     self.settings, window,
                                     self._blocked(now))
             outcome = self._apply(result, now)
@@ -629,6 +422,7 @@ class Agent(object):
         if inst is None or self.caps is None:
             self.request_full(CLEANUP_DELAY)
             return
+        inst = self._controlled({uuid: inst})[uuid]
         scope = reconcile.groups_of(inst, self.caps, self.settings)
         with self.resctrl.lock():
             snap = self._read_or_warn(scope, self.instances)
@@ -636,13 +430,15 @@ class Agent(object):
                 self.request_full(CLEANUP_DELAY)
                 return
             actions, warnings = reconcile.cleanup(
-                uuid, inst, snap, self.caps, self.settings, self.instances)
+                uuid, inst, snap, self.caps, self.settings,
+                self._controlled(self.instances))
             if actions:
-                self._mon_cache.clear()
+                self.reader.invalidate()
             outcome = self.executor.apply(actions)
             # The rotation counted this RMID in limbo already.
-            self._accounted |= {(a.group, a.mon_group) for a in actions
-                                if isinstance(a, model.RemoveMonGroup)}
+            self.monitoring.accounted |= {
+                (a.group, a.mon_group) for a in actions
+                if isinstance(a, model.RemoveMonGroup)}
         self.totals['writes'] += outcome.writes
         if warnings or outcome.failures:
             self.request_full(CLEANUP_DELAY)
@@ -674,95 +470,35 @@ class Agent(object):
 
     # Sampling --------------------------------------------------------------
 
-    def _source_key(self, counters):
-        group, mon = counters
-        key = mon or group
-        return (group if mon is None else 'mon', key,
-                self._generation.get(key, 0))
-
-    def _read_counters(self, counters):
-        """One Reading of a group's counters, each file timed on its own.
-
-        The kernel reads the hardware counter when the file is read, so
-        the time of each read is what its value belongs to; a single
-        time for all files would blur the rates by however long reading
-        the others took.
-        """
-        group, mon = counters
-        rc = self.resctrl
-        values = {}
-        times = {}
-        events = sorted(self.caps.monitor.features)
-        for dom in self.caps.monitor.domain_ids:
-            values[dom] = {}
-            for event in events:
-                path = rc.path(group, mon, 'mon_data', 'mon_L3_%02d' % dom,
-                               event)
-                t0 = self.clock()
-                try:
-                    with open(path) as f:
-                        text = f.read()
-                except FileNotFoundError:
-                    if not os.path.isdir(os.path.dirname(path)):
-                        raise exception.GroupNotFound(path=path,
-                                                      group=mon or group)
-                    continue
-                except OSError as e:
-                    # Some kernels answer EIO for a counter in error.
-                    values[dom][event] = fs.MonValue(None,
-                                                     os.strerror(e.errno))
-                    continue
-                times[(dom, event)] = (t0 + self.clock()) / 2
-                values[dom][event] = fs.parse_mon_value(text)
-        return sampler.Reading(source=self._source_key(counters),
-                               time=self.clock(), values=values,
-                               times=times)
-
     def sample(self):
-        """Read counters, compute rates, publish; returns the document."""
-        rates = {}
-        for uuid, place in sorted(self.placements.items()):
-            if uuid not in self.instances:
-                continue
-            if place.counters is None:
-                rates[uuid] = sampler.Rates(reason=place.reason)
-                continue
-            try:
-                reading = self._read_counters(place.counters)
-            except (exception.ResctrlError, OSError) as e:
-                rates[uuid] = sampler.Rates(reason='counters unreadable')
-                LOG.debug('Cannot read counters of %s: %s', uuid, e)
-                continue
-            rates[uuid] = self.tracker.update(uuid, reading)
-            if self.counter_info is not None and (
-                    uuid not in self.counter_rotation.window) and (
-                    rates[uuid].mbm_total_bps is None):
-                rates[uuid] = dataclasses.replace(
-                    rates[uuid], reason=counters_mod.R_NO_COUNTER)
-        self.tracker.forget(set(rates))
-        self.rates = rates
-        caps = self.caps
-        doc = publish.build(
-            self.wall(), self.opts.sample_interval, self.instances,
-            self.placements, rates, self.rotation,
-            rmids_total=caps.num_rmids if caps else 0,
-            rmids_used=self.rmids_used,
-            closids_total=caps.num_closids if caps else 0,
-            closids_used=self.closids_used, mon_budget=self.budget or 0,
-            extra=self._host_extra())
-        try:
-            state.write(self.conf.rdt.state_file, doc)
-        except OSError as e:
-            LOG.warning('Cannot write the state file %s: %s',
-                        self.conf.rdt.state_file, e)
-        self.last_doc = doc
-        return doc
+        """Read counters, compute rates, control, publish; returns the doc."""
+        return self.sampling.sample(self.caps, self.instances,
+                                    self.placements, self._control)
 
-    def _host_extra(self):
-        extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
-                 'counter_resets': self.tracker.jumps}
-        extra.update(self.counter_info or {})
-        return extra
+    # The bandwidth controller -------------------------------------------
+
+    def _controlled(self, instances):
+        """What to plan: instances with the controller's levels in force.
+
+        The first call takes the levels back from the state file that the
+        agent published before it (re)started, so that a restart neither
+        releases nor re-throttles anything by itself.
+        """
+        if not self._resumed:
+            self._resumed = True
+            self.protection.resume(state.read(self.conf.rdt.state_file))
+        return reconcile.controlled(instances, self.protection.levels,
+                                    self.caps)
+
+    def _control(self, rates):
+        if not self._resumed:
+            self._controlled({})
+        changes = self.protection.step(self.caps, self.instances, rates,
+                                       self.monitoring.closids_used)
+        if changes:
+            # Put the new levels in force now, not at the next tick.
+            self.request_full()
+        return self.protection.levels, self.protection.host_doc()
 
     # The loop --------------------------------------------------------------
 

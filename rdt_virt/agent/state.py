@@ -37,6 +37,8 @@ Document (JSON)::
              "mbm_total_bps": 1.0e8,      # null when there is no value
              "mbm_local_bps": 9.0e7,
              "llc_occupancy_bytes": 3.0e6,
+             "priority": "low",           # hw:rdt_priority
+             "level": 50,                 # controller's level, null: none
              "reason": null}}}          # why values are null, if they are
 
 Rates are bytes per second over the last interval; null means no value
@@ -72,8 +74,10 @@ MAX_BYTES = 32 * 1024 * 1024
 _NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
             'rmids_total', 'rmids_used', 'closids_total', 'closids_used',
             'mon_budget', 'monitored', 'instances', 'coverage',
-            'mon_coverage')
-_TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason')
+            'mon_coverage', 'power_watts', 'energy_joules', 'activity_fps',
+            'level')
+_TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason',
+          'priority')
 
 
 def write(path, doc):

@@ -124,6 +124,14 @@ def capabilities_doc(rc, proc='/proc'):
         doc['monitor'] = {'num_rmids': caps.monitor.num_rmids,
                           'events': sorted(caps.monitor.features),
                           'domains': list(caps.monitor.domain_ids)}
+    if caps.package_monitor:
+        pkg = caps.package_monitor
+        doc['package_monitor'] = {'num_rmids': pkg.num_rmids,
+                                  'events': sorted(pkg.features),
+                                  'packages': list(pkg.domain_ids)}
+    doc['arch'] = caps.arch
+    if caps.rmids_per_closid:
+        doc['rmids_per_closid'] = caps.rmids_per_closid
     # Features the kernel turned off on this CPU, and how to get them.
     doc['notes'] = quirks.notes(
         caps.features, _read_text(os.path.join(proc, 'cpuinfo')),
@@ -138,6 +146,9 @@ def capabilities_doc(rc, proc='/proc'):
     if caps.io_alloc:
         doc['notes'].append('io_alloc is enabled: the kernel keeps the '
                             'highest CLOSID for I/O traffic')
+    # Why RMIDs differ from what info/L3_MON/num_rmids says.
+    if caps.rmid_limit:
+        doc['notes'].append(caps.rmid_limit)
     return doc
 
 
@@ -173,6 +184,11 @@ def cmd_capabilities(rc, args, out):
         out.write('monitoring: %s on domains %s\n' % (
             ' '.join(doc['monitor']['events']),
             ','.join(str(d) for d in doc['monitor']['domains'])))
+    if 'package_monitor' in doc:
+        out.write('telemetry:  %s on packages %s (%d RMIDs)\n' % (
+            ' '.join(doc['package_monitor']['events']),
+            ','.join(str(d) for d in doc['package_monitor']['packages']),
+            doc['package_monitor']['num_rmids']))
     for note in doc['notes']:
         out.write('note:       %s\n' % note)
     return 0
@@ -235,6 +251,14 @@ def _num(value, scale, fmt='%.1f'):
     return '-' if value is None else fmt % (value / scale)
 
 
+def _level(level, unit):
+    """The controller's level: '-' while it holds nothing back."""
+    if not isinstance(level, (int, float)) or isinstance(level, bool):
+        return '-'
+    return '%d%s' % (level, '%' if unit == 'percent' else
+                     ' %s' % _cell(unit or ''))
+
+
 def top_table(doc):
     """The per-instance table of a state document, as text."""
     host = doc.get('host', {})
@@ -256,6 +280,21 @@ def top_table(doc):
                          host.get('mbm_counters_available', '?'),
                          host.get('instances_with_counters') or 0,
                          100 * (host.get('counter_coverage') or 0)))
+    part = host.get('controller')
+    unit = part.get('unit') if isinstance(part, dict) else None
+    for dom, entry in sorted(((part or {}).get('domains') or {}).items()
+                             if isinstance(part, dict) else ()):
+        if not isinstance(entry, dict):
+            continue
+        lines.append('Controller domain %s: pressure %s, capacity %s GB/s '
+                     '(%s), %s throttled, %s active high: %s' % (
+                         _cell(dom), _num(entry.get('pressure'), 0.01,
+                                          '%.0f%%'),
+                         _num(entry.get('capacity_bps'), 1e9),
+                         _cell(entry.get('capacity_source') or 'unknown'),
+                         entry.get('throttled', 0),
+                         entry.get('active_high', 0),
+                         _cell(entry.get('reason') or '')))
     rows = []
     for uuid, inst in sorted(doc.get('instances', {}).items(),
                              key=lambda kv: (kv[1].get('name') or '',
@@ -264,17 +303,27 @@ def top_table(doc):
             _short(_cell(inst.get('name') or '-')), uuid[:8],
             inst.get('group') or '/',
             _policy(inst.get('policy')),
+            _cell(inst.get('priority') or 'normal'),
+            _level(inst.get('level'), unit),
             _num(inst.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
             _num(inst.get('mbm_local_bps'), 1e6),
             _num(inst.get('mbm_total_bps'), 1e6),
             inst.get('reason') or ''])
-    rows.append(['HOST', '', '', '',
+    rows.append(['HOST', '', '', '', '', '',
                  _num(host.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
                  _num(host.get('mbm_local_bps'), 1e6),
                  _num(host.get('mbm_total_bps'), 1e6), ''])
-    lines.append(_table(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
-                         'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
-                        rows))
+    header = ['INSTANCE', 'UUID', 'GROUP', 'POLICY', 'CLASS', 'LEVEL',
+              'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE']
+    if 'power_watts' in host:
+        # Package telemetry (Intel AET): core power before the note.
+        header.insert(-1, 'CORE[W]')
+        entries = sorted(doc.get('instances', {}).items(),
+                         key=lambda kv: (kv[1].get('name') or '', kv[0]))
+        for row, (_uuid, inst) in zip(rows, entries):
+            row.insert(-1, _num(inst.get('power_watts'), 1.0))
+        rows[-1].insert(-1, _num(host.get('power_watts'), 1.0))
+    lines.append(_table(header, rows))
     return '\n'.join(lines) + '\n'
 
 

@@ -73,7 +73,10 @@ Most monitoring groups the agent keeps at once.
 
 Every control group needs an RMID too, and creating one fails without a
 free RMID, so the agent never uses more than ``num_rmids - num_closids``
-RMIDs (less those of other tools' monitoring groups) for monitoring groups.
+RMIDs (less those of other tools' monitoring groups) for monitoring groups,
+``num_rmids`` being the smallest monitoring resource's (with Intel's
+package telemetry, ``PERF_PKG_MON``'s). On Arm MPAM each control group
+has its own pool of PMGs, and holds at most that many less one.
 When more instances need a monitoring group than the budget allows, the
 agent rotates them (see ``rotation_interval``) and publishes the coverage.
 
@@ -230,6 +233,133 @@ Label the per-instance metrics with the libvirt domain name (``domain``
 label) and the name of libvirt's per-instance group. Off by default: the
 metrics name an instance only by its UUID, and libvirt's groups (whose
 names contain the domain name) appear as ``group="libvirt"``.
+""")),
+    cfg.BoolOpt(
+        'controller_enabled',
+        default=True,
+        help=_("""
+Run the bandwidth controller, which throttles low-priority instances
+(``hw:rdt_priority=low``) while a high-priority instance is active on a
+memory bandwidth domain under pressure, and releases them afterwards.
+
+When off, low-priority instances stay at their static policy and levels
+left by an earlier run are dropped at the next tick. Instances of the
+``normal`` class are never touched either way.
+
+Related options: every ``controller_*`` option.
+""")),
+    cfg.FloatOpt(
+        'controller_period',
+        min=0.1,
+        help=_("""
+Seconds between two decisions of the bandwidth controller.
+
+Unset: the sampling period (``sample_interval``); the controller then
+decides on every sample. A longer period decides on the first sample after
+it has passed, always on the rates of that sample's interval.
+""")),
+    cfg.FloatOpt(
+        'controller_high_watermark',
+        default=0.85,
+        min=0.05,
+        max=1.0,
+        help=_("""
+Pressure (a domain's measured bandwidth over its capacity) at or above
+which the controller throttles the active low-priority instances of the
+domain, if a high-priority instance is active there.
+
+Lower: protects earlier and costs best-effort throughput more often.
+Must be above ``controller_low_watermark``; the gap is the hysteresis.
+""")),
+    cfg.FloatOpt(
+        'controller_low_watermark',
+        default=0.60,
+        min=0.0,
+        max=1.0,
+        help=_("""
+Pressure at or below which the controller releases throttled instances in
+steps (it also releases when no high-priority instance is active).
+
+Between the two watermarks nothing changes. A band narrower than what
+one throttle step removes makes the controller oscillate.
+""")),
+    cfg.FloatOpt(
+        'controller_decrease',
+        default=0.5,
+        min=0.1,
+        max=0.95,
+        help=_("""
+Multiplicative decrease: a throttled instance's level is multiplied by
+this factor per step (0.5 halves it), rounded down to the host's MBA
+granularity, never below ``controller_floor``.
+""")),
+    cfg.FloatOpt(
+        'controller_increase',
+        default=10.0,
+        min=1.0,
+        max=100.0,
+        help=_("""
+Additive increase: percent of the unthrottled value given back per release
+step (on ``mba_MBps`` hosts: percent of the domain's capacity).
+""")),
+    cfg.FloatOpt(
+        'controller_floor',
+        default=10.0,
+        min=0.0,
+        max=100.0,
+        help=_("""
+The lowest level the controller sets, in percent of the unthrottled value
+(on ``mba_MBps`` hosts: of the domain's capacity). The host's own minimum
+(``info/MB/min_bandwidth``) applies when it is higher.
+""")),
+    cfg.FloatOpt(
+        'controller_throttle_dwell',
+        min=0.0,
+        help=_("""
+Seconds after a domain's last level change before it may throttle again.
+
+Unset: one controller period, the time it takes to measure the effect of
+the last step.
+""")),
+    cfg.FloatOpt(
+        'controller_release_dwell',
+        min=0.0,
+        help=_("""
+Seconds after a domain's last level change before it may release.
+
+Unset: three controller periods. Longer: fewer changes when demand
+fluctuates, slower return of bandwidth to best-effort instances.
+""")),
+    cfg.FloatOpt(
+        'controller_active_threshold',
+        default=50.0,
+        min=0.0,
+        help=_("""
+MiB/s of memory bandwidth on a domain above which an instance counts as
+active there. An idle high-priority instance does not hold its neighbours
+down.
+""")),
+    cfg.FloatOpt(
+        'memory_bandwidth_capacity',
+        default=0.0,
+        min=0.0,
+        help=_("""
+GB/s (10^9 bytes) that one memory bandwidth domain can move, for the
+controller's pressure.
+
+0: learned, as the highest total bandwidth that the domain sustained for
+``controller_learn_samples`` samples in a row. Linux exposes no firmware
+figure per L3 domain (ACPI HMAT bandwidths are per NUMA node), so set this
+from a measurement (for example STREAM on an idle host, per socket) for
+the controller to act before the domain has ever been saturated.
+""")),
+    cfg.IntOpt(
+        'controller_learn_samples',
+        default=3,
+        min=1,
+        help=_("""
+Samples in a row a domain's total must hold for the learned capacity to
+rise to it: a short burst does not count.
 """)),
 ]
 

@@ -24,6 +24,10 @@ assigned counter starts from zero.
 * ``info/L3_MON/mbm_assign_on_mkdir`` (``1`` by default): mkdir (and the
   mount, for the default group) assigns a counter for every MBM event on
   every domain while counters last; running out does not fail the mkdir.
+  ``rdtgroup_assign_cntr_event()`` (6.18) stops an event at the first
+  domain without a counter, on this path and for ``*=e`` alike; a later
+  release is reported to carry on through the other domains, which the
+  ``assign_continue`` kernel feature emulates (not checked in source).
 * ``<group>/mbm_L3_assignments``: one line per MBM event,
   ``mbm_total_bytes:0=e;1=_`` (``e``: assigned, ``_``: not). A write of
   lines ``<event>:<domain>=<e|_>[;...]`` (``*`` for every domain) works
@@ -51,12 +55,15 @@ class Assignments(object):
     :param events: the MBM events the hardware has, in kernel order.
     """
 
-    def __init__(self, domains, num_cntrs, events):
+    def __init__(self, domains, num_cntrs, events, carry_on=False):
         self.domains = tuple(domains)
         self.num = num_cntrs
         self.events = tuple(e for e in MBM_EVENTS if e in events)
         self.held = {d: [] for d in self.domains}   # [(group, event)]
         self.on_mkdir = True
+        #: An event assigned to every domain goes on past a domain without
+        #: a free counter (False: it stops there, as 6.18 does).
+        self.carry_on = carry_on
 
     def assigned(self, group, event, dom):
         return (group, event) in self.held.get(dom, ())
@@ -101,6 +108,8 @@ class Assignments(object):
                         on_new(group, event, dom)
                 except kparse.KernelError as e:
                     failures.append(e.status)
+                    if not self.carry_on:
+                        break
         return failures
 
     # Files -------------------------------------------------------------------
@@ -149,6 +158,7 @@ class Assignments(object):
     def _apply(self, group, event, doms, state, failed, on_new):
         if state not in ('e', '_'):
             raise kparse.KernelError(errno.EINVAL, failed)
+        error = None
         for dom in doms:
             if state == '_':
                 self.unassign(group, event, dom)
@@ -157,4 +167,12 @@ class Assignments(object):
                 if self.assign(group, event, dom) and on_new:
                     on_new(group, event, dom)
             except kparse.KernelError as e:
-                raise kparse.KernelError(e.errno, e.status + failed)
+                if error is None:
+                    error = kparse.KernelError(e.errno, e.status)
+                else:
+                    error = kparse.KernelError(error.errno,
+                                               error.status + e.status)
+                if not self.carry_on:
+                    break
+        if error is not None:
+            raise kparse.KernelError(error.errno, error.status + failed)

@@ -27,6 +27,9 @@ TEXT}``. Groups are named by their path in the mount: ``/`` (the root),
                    domains, groups, limbo delay
 ``log``            ``since`` (sequence number): mutation log entries
 ``truth``          every group's counters, as shown and per RMID
+``energy_truth``   package telemetry (AET): ``{group: joules}``, the exact
+                   core energy each group's ``core_energy`` files stood
+                   for when they were last read (summed over packages)
 ``remount``        optional ``profile``: destroy all groups, reset the root
 ``set_counter``    ``group``, ``value`` [, ``domain``, ``event``]: pin value
 ``set_rate``       ``group``, ``rate`` bytes/s [, ``domain``, ``event``]
@@ -37,6 +40,9 @@ TEXT}``. Groups are named by their path in the mount: ``/`` (the root),
 ``hardware_reset`` ``group`` [, ``seconds``, ``domain``, ``event``]: AMD
                    hardware stops tracking the RMID (``Unavailable``, then
                    the kernel's wrap jump)
+``set_energy_rate`` ``group``, ``watts`` [, ``package``]: package telemetry
+                   (AET) of the group's RMID grows by *watts* of
+                   ``core_energy`` (and the matching ``activity``)
 ``set_limbo_delay`` ``seconds`` between two limbo checks (0: no limbo)
 ``limbo``          RMIDs in limbo: occupancy per domain, busy domains,
                    threshold, next check
@@ -171,6 +177,15 @@ class ControlServer(object):
                 'own': {str(d): v for d, v in data['own'].items()}}
         return out
 
+    def _op_energy_truth(self):
+        m = self.model
+        if m.telemetry is None:
+            return {}
+        out = {}
+        for (path, _package), joules in m.telemetry_reads.items():
+            out[path] = out.get(path, 0.0) + joules
+        return out
+
     def _op_remount(self, profile=None):
         name = profiles.get_profile(profile).name if profile else None
         self.model.remount(name)
@@ -236,6 +251,22 @@ class ControlServer(object):
         return self._inject('hardware_reset', group, lambda g, d, e: (
             self.model.counters.hardware_reset(g, float(seconds), d, e)),
             domain, event, seconds)
+
+    def _op_set_energy_rate(self, group, watts, package=None):
+        m = self.model
+        if m.telemetry is None:
+            raise ValueError('this host has no package telemetry')
+        g = self._group(group)
+        m.refresh()
+        spec = m.telemetry.spec
+        for pkg in ([package] if package is not None else m.domains):
+            m.telemetry.inject_rate(g.rmid, pkg, 'core_energy',
+                                    float(watts))
+            m.telemetry.inject_rate(g.rmid, pkg, 'activity',
+                                    float(watts) / spec.volts_squared)
+        m.log.record('set_energy_rate', g.path or '/', {
+            'package': package, 'value': watts})
+        return {'rmid': g.rmid}
 
     def _op_set_limbo_delay(self, seconds):
         self.model.limbo_delay = float(seconds)
@@ -310,6 +341,10 @@ class ControlClient(object):
     def remount(self, profile=None):
         return self.call('remount', profile=profile)
 
+    def energy_truth(self):
+        """``{group: exact core joules of its RMID}`` (AET hosts)."""
+        return self.call('energy_truth')
+
     def set_counter(self, group, value, domain=None, event=None):
         return self.call('set_counter', group=group, value=value,
                          domain=domain, event=event)
@@ -334,6 +369,11 @@ class ControlClient(object):
 
     def set_limbo_delay(self, seconds):
         return self.call('set_limbo_delay', seconds=seconds)
+
+    def set_energy_rate(self, group, watts, package=None):
+        """Package telemetry of *group* grows by *watts* (AET hosts)."""
+        return self.call('set_energy_rate', group=group, watts=watts,
+                         package=package)
 
     @staticmethod
     def _limbo(out):

@@ -38,6 +38,15 @@ of it is local. The cache footprint grows by
 ``occupancy_bytes_per_cpu_second``, halves every ``occupancy_half_life``
 seconds and is bounded by the bytes of the group's L3 mask on the domain.
 
+A new RMID whose tasks have not run yet reads ``Unavailable`` in every
+event file, on both kernels seen (6.1 and 6.12): the hardware has no
+value for it. ``mon_event_count()`` in ``fs/resctrl/monitor.c`` says so
+("may report -EINVAL/Unavailable if the monitor hasn't seen any
+traffic") and keeps a control group's sum when any member reads. Here an
+RMID reads ``Unavailable`` on a domain until the model has charged it CPU
+time there (or a test injects a value); the default group's RMID has run
+since boot.
+
 Tests take over any counter: an absolute value, a constant rate in bytes per
 second of the model clock (exact ground truth, no CPU model), a reset to
 zero, a sentinel, or an AMD hardware reset (:meth:`Counters.hardware_reset`:
@@ -85,6 +94,8 @@ class _State(object):
     def __init__(self, events, domains):
         self.cells = {(d, e): _Cell() for d in domains for e in events}
         self.footprint = {d: 0.0 for d in domains}
+        # Domains where the RMID has seen traffic: elsewhere Unavailable.
+        self.seen = set()
 
 
 class Counters(object):
@@ -119,9 +130,15 @@ class Counters(object):
 
     # Lifecycle ---------------------------------------------------------------
 
-    def attach(self, group):
-        """Give *group* fresh counters (a new or re-created RMID)."""
+    def attach(self, group, seen=False):
+        """Give *group* fresh counters (a new or re-created RMID).
+
+        :param seen: the RMID has run on every domain already (the
+            default group's).
+        """
         self._states[group] = _State(self.events, self.domains)
+        if seen:
+            self._states[group].seen.update(self.domains)
 
     def detach(self, group):
         self._states.pop(group, None)
@@ -134,7 +151,10 @@ class Counters(object):
         self._states[group] = state
 
     def occupancy(self, group):
-        """``{domain: bytes}`` of L3 the group's RMID holds now."""
+        """``{domain: bytes}`` of L3 the group's RMID holds now.
+
+        None for a domain where a read fails (``Unavailable``).
+        """
         state = self._states.get(group)
         if state is None:
             return {}
@@ -143,6 +163,9 @@ class Counters(object):
             cell = state.cells.get((dom, OCCUPANCY))
             if cell is not None and cell.injected:
                 out[dom] = cell.value
+            elif dom not in state.seen or (
+                    cell is not None and cell.sentinel):
+                out[dom] = None
             else:
                 out[dom] = min(state.footprint[dom],
                                self._allowed(group, dom))
@@ -226,6 +249,7 @@ class Counters(object):
                 caps[(ctrl, dom)] = mbps * MIB * dt
             self._states[group].footprint[dom] += (
                 cpu_s * model.occupancy_bytes_per_cpu_second)
+            self._states[group].seen.add(dom)
         # The MBps software controller caps the CLOSID as a whole.
         for (ctrl, dom), cap in caps.items():
             keys = [k for k in traffic if k[1] is ctrl and k[2] == dom]
@@ -264,7 +288,8 @@ class Counters(object):
             return cell.sentinel
         if event != OCCUPANCY and not self.is_assigned(group, event, dom):
             return UNASSIGNED
-        if cell.unavailable(self._last):
+        if cell.unavailable(self._last) or (
+                dom not in state.seen and not cell.injected):
             return UNAVAILABLE
         return self._display(group, state, dom, event)
 
@@ -300,20 +325,23 @@ class Counters(object):
 
     def inject_value(self, group, value, dom=None, event=None):
         """Pin counters to *value* (they keep any injected rate)."""
+        state = self._states[group]
         for d, e, cell in self._cells(group, dom, event):
             cell.injected = True
             cell.value = float(value)
             cell.model = 0.0
+            state.seen.add(d)
 
     def inject_rate(self, group, rate, dom=None, event=None):
         """Make counters grow by *rate* bytes per second, from now on."""
+        state = self._states[group]
         for d, e, cell in self._cells(group, dom, event):
             if not cell.injected:
-                cell.value = float(self._display(
-                    group, self._states[group], d, e))
+                cell.value = float(self._display(group, state, d, e))
                 cell.model = 0.0
             cell.injected = True
             cell.rate = float(rate)
+            state.seen.add(d)
 
     def set_sentinel(self, group, sentinel, dom=None, event=None):
         """Show *sentinel* instead of the value (None to stop)."""

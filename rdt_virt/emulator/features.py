@@ -32,6 +32,27 @@ BMEC_LOCAL = 0x15
 class FeatureFiles(object):
     """Counter assignment, io_alloc and BMEC files of the model."""
 
+    # Package telemetry (Intel AET, 7.0) ----------------------------------
+
+    def telemetry_text(self, group, package, event):
+        """``mon_PERF_PKG_XX/<event>``: own RMID plus its mon groups'."""
+        self._update_counters()
+        members = [group]
+        if group.kind == 'ctrl':
+            members += list(group.mons.values())
+        rmids = [g.rmid for g in members]
+        if event == 'core_energy':
+            # Ground truth as of this read, for benchmarks: what the
+            # reader should have counted from its own readings.
+            self.telemetry_reads[(group.path or '/', package)] = sum(
+                self.telemetry.truth(r, package, event) for r in rmids)
+        return self.telemetry.read(rmids, package, event)
+
+    def telemetry_truth(self, group, package, event):
+        """Exact ground truth of *group*'s RMID (no fixed-point loss)."""
+        self._update_counters()
+        return self.telemetry.truth(group.rmid, package, event)
+
     # Counter assignment (mbm_event mode) -------------------------------------
 
     def _is_assigned(self, group, event, dom):
@@ -67,13 +88,8 @@ class FeatureFiles(object):
                        % schema.name)
 
     def write_io_alloc(self, schema, text):
-        value = kparse.strim(text).lower()
-        if value in ('1', 'y', 'yes', 'on', 'true'):
-            enable = True
-        elif value in ('0', 'n', 'no', 'off', 'false'):
-            enable = False
-        else:
-            raise kparse.KernelError(errno.EINVAL)
+        # resctrl_io_alloc_write() in fs/resctrl/ctrlmondata.c.
+        enable = kparse.kstrtobool(text)
         self._run(self._write_io_alloc, schema, enable)
 
     def _write_io_alloc(self, schema, enable):
@@ -83,6 +99,11 @@ class FeatureFiles(object):
         if enable == self.io_alloc:
             return
         closid = self._io_alloc_closid()
+        if closid >= self.usable_closids:
+            # resctrl_io_alloc_closid_supported(): L3's highest CLOSID
+            # must be one every resource has.
+            self._fail(errno.EINVAL, "io_alloc CLOSID (ctrl_hw_id) %d is "
+                                     "not available\n" % closid)
         if enable:
             for group in self.groups.values():
                 if group.closid == closid:
@@ -145,8 +166,11 @@ class FeatureFiles(object):
         self.counters.zero(group, dom, event)
 
     def _require_assign(self):
+        # mbm_L3_assignments_show(), resctrl_mbm_assign_on_mkdir_show()
+        # and _write() in fs/resctrl/monitor.c.
         if not self.assign_enabled:
-            self._fail(errno.ENOENT, "mbm_event mode is not enabled\n")
+            self._fail(errno.EINVAL, "mbm_event counter assignment mode is "
+                                     "not enabled\n")
 
     def assignments_text(self, group):
         """``mbm_L3_assignments`` of *group*."""
@@ -193,17 +217,25 @@ class FeatureFiles(object):
             self.assign.release(group)
             self.counters.reset(group)
         self.assign_enabled = enable
+        if enable:
+            # resctrl_mbm_assign_mode_write(): auto assignment comes back
+            # with the mode.
+            self.assign.on_mkdir = True
 
     def assign_counts_text(self, available):
         count = self.assign.available if available else (
             lambda dom: self.assign.num)
         return self.assign.format_counts(count)
 
+    def assign_on_mkdir_text(self):
+        self._run(self._require_assign)
+        return '%d\n' % self.assign.on_mkdir
+
     def write_assign_on_mkdir(self, text):
-        value = kparse.strim(text).lower()
-        if value in ('1', 'y', 'yes', 'on', 'true'):
-            self.assign.on_mkdir = True
-        elif value in ('0', 'n', 'no', 'off', 'false'):
-            self.assign.on_mkdir = False
-        else:
-            raise kparse.KernelError(errno.EINVAL)
+        # kstrtobool() first, then the mode (status cleared) is checked.
+        value = kparse.kstrtobool(text)
+        self._run(self._write_assign_on_mkdir, value)
+
+    def _write_assign_on_mkdir(self, value):
+        self._require_assign()
+        self.assign.on_mkdir = value

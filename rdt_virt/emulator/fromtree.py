@@ -20,7 +20,8 @@ emulates that host; :func:`render` writes the same kind of directory for
 any profile, from the emulator's own files, so the built-in profiles are
 data of the same kind and ``load(render(p))`` gives ``p`` back.
 
-What resctrl does not show comes from the vendor: the counter unit
+A captured writable value (``max_threshold_occupancy``) is served as
+captured. What resctrl does not show comes from the vendor: the counter unit
 (``mon_scale``: 64 KiB on Intel, 64 B on AMD), the MBM counter width (24
 and 44 bits) and the counter model's rates. L2 CAT (``info/L2``) is
 emulated with one domain per L2 cache id of the captured topology (mapped
@@ -29,6 +30,7 @@ prioritisation (``cdpl2``) is not, and is noted in
 :attr:`Profile.description`.
 """
 
+import dataclasses
 import json
 import os
 
@@ -36,9 +38,12 @@ from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 
 _VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd',
-            'HygonGenuine': 'amd'}
-_SCALE = {'intel': 65536, 'amd': 64}
-_WIDTH = {'intel': 24, 'amd': 44}
+            'HygonGenuine': 'amd', 'arm': 'arm', 'ARM': 'arm'}
+_SCALE = {'intel': 65536, 'amd': 64, 'arm': 64}
+_WIDTH = {'intel': 24, 'amd': 44, 'arm': 24}
+# MPAM's min_bandwidth is mbw_max_to_percent(0) = round(100 / 2^bwa_wd):
+# the fraction bits it implies (8 stands for 8 or more, which all show 0).
+_MPAM_BWA_WD = {0: 8, 1: 7, 2: 6, 3: 5, 6: 4, 13: 3, 25: 2, 50: 1}
 
 
 class TreeError(ValueError):
@@ -147,9 +152,22 @@ def _cache_alloc(tree, name, flags, vendor, closid_factor=1):
                           ).strip() != 'not supported' or 'sdciae' in flags)
 
 
+def _looks_like_mpam(tree, info_dirs):
+    """True for an MB that is linear with no throttle mode file.
+
+    That is mpam_resctrl.c's (see :func:`rdt_virt.resctrl.info._arch`).
+    """
+    if 'MB' not in info_dirs:
+        return False
+    info = ('resctrl', 'info', 'MB')
+    return (tree.read(*info, 'thread_throttle_mode') is None and
+            bool(tree.int(*info, 'delay_linear', default=0)))
+
+
 def _bw_alloc(tree, name, vendor, root, mba_mbps):
     info = ('resctrl', 'info', name)
     mode = (tree.read(*info, 'thread_throttle_mode') or '').strip()
+    min_bw = tree.int(*info, 'min_bandwidth', default=0)
     values = [int(v) for v in root.get(name, {}).values() if v.isdigit()]
     if vendor == 'amd':
         maximum = max(values) if values else 2048
@@ -157,14 +175,15 @@ def _bw_alloc(tree, name, vendor, root, mba_mbps):
         maximum = 100
     return profiles.BandwidthAlloc(
         name=name, num_closids=tree.int(*info, 'num_closids'),
-        min_bandwidth=tree.int(*info, 'min_bandwidth', default=0),
+        min_bandwidth=min_bw,
         max_bandwidth=maximum,
         bandwidth_gran=tree.int(*info, 'bandwidth_gran', default=1),
         delay_linear=bool(tree.int(*info, 'delay_linear', default=0)),
         throttle_mode=None if mode in ('', 'undefined') else mode,
         data_width=4 if vendor == 'amd' else 3,
         unit_bytes_per_second=profiles.AMD_MB_UNIT if vendor == 'amd'
-        else None)
+        else None,
+        bwa_wd=_MPAM_BWA_WD.get(min_bw, 8) if vendor == 'arm' else None)
 
 
 def load(directory, name=None):
@@ -179,6 +198,10 @@ def load(directory, name=None):
                         '"rdt-virt capabilities --capture")' % directory)
     host = json.loads(tree.read('host.json') or '{}')
     vendor = _VENDORS.get(host.get('vendor'), 'intel')
+    if host.get('vendor') not in _VENDORS and _looks_like_mpam(tree,
+                                                               info_dirs):
+        vendor = 'arm'
+    arch = 'mpam' if vendor == 'arm' else 'x86'
     flags = set(host.get('flags', ()))
     opts = host.get('mount_options', [])
     root = _schemata(tree.read('resctrl', 'schemata'))
@@ -208,20 +231,43 @@ def load(directory, name=None):
              if n.startswith('mon_sub_L3_')])
         for d in tree.listdir('resctrl', 'mon_data')])
     mon = None
+    threshold = None
     if 'L3_MON' in info_dirs:
         feats = (tree.read('resctrl', 'info', 'L3_MON', 'mon_features') or
                  '').split()
+        threshold = tree.int('resctrl', 'info', 'L3_MON',
+                             'max_threshold_occupancy')
         cntrs = (tree.read('resctrl', 'info', 'L3_MON', 'num_mbm_cntrs') or
                  '').strip()
+        num_rmids = tree.int('resctrl', 'info', 'L3_MON', 'num_rmids')
+        num_pmg = None
+        if arch == 'mpam':
+            # PMG x PARTID, both halved by the emulated CDP.
+            counts = [tree.int('resctrl', 'info', d, 'num_closids')
+                      for d in info_dirs if not d.endswith('_MON')]
+            partids = min([c for c in counts if c] or [1])
+            num_pmg = max(num_rmids // max(partids, 1), 1)
+            if 'cdp' in opts:
+                num_rmids *= 2
         mon = profiles.Monitoring(
-            num_rmids=tree.int('resctrl', 'info', 'L3_MON',
-                               'num_rmids') * snc,
+            num_rmids=num_rmids * snc,
+            num_pmg=num_pmg,
             events=tuple(e for e in profiles.ALL_EVENTS if e in feats),
             mon_scale=_SCALE[vendor], counter_width=_WIDTH[vendor],
             num_mbm_cntrs=int(cntrs.split(';')[0].split('=')[1])
             if cntrs else None,
             bmec='bmec' in flags or 'mbm_total_bytes_config' in
             tree.listdir('resctrl', 'info', 'L3_MON'))
+
+    telemetry = None
+    if 'PERF_PKG_MON' in info_dirs:
+        feats = (tree.read('resctrl', 'info', 'PERF_PKG_MON',
+                           'mon_features') or '').split()
+        telemetry = profiles.Telemetry(
+            num_rmids=tree.int('resctrl', 'info', 'PERF_PKG_MON',
+                               'num_rmids'),
+            events=tuple(e for e in profiles.ENERGY_EVENTS +
+                         profiles.PERF_EVENTS if e in feats))
 
     dom_ids = set()
     for line_name, vals in root.items():
@@ -242,6 +288,12 @@ def load(directory, name=None):
     default_size = max(sizes.values()) if sizes else 32 * profiles.MIB
     domains = tuple(profiles.CacheDomain(d, sizes.get(d, default_size))
                     for d in sorted(dom_ids))
+    if mon and threshold is not None and threshold != mon.threshold(
+            domains[0].l3_size):
+        # Writable values are served as captured, not recomputed: the
+        # kernel's own figure comes from CPUID's cache size, which the
+        # capture may not match.
+        mon = dataclasses.replace(mon, max_threshold_occupancy=threshold)
 
     g = profiles.CacheGeometry()
     l1d = kinds.get((1, 'Data'), (g.l1d_size, g.l1_ways, g.line_size))
@@ -269,7 +321,7 @@ def load(directory, name=None):
         l2=l2_cat, l2_ids=l2_ids if l2_cat else (),
         mb=mb, smba=smba, mon=mon, cdp='cdp' in opts, mba_mbps=mba_mbps,
         geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''),
-        snc_ways=snc)
+        snc_ways=snc, telemetry=telemetry, arch=arch)
 
 
 class _NoThreads(object):

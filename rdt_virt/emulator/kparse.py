@@ -247,3 +247,23 @@ def _parse_region(region, nbits):
     for base in range(start, end + 1, group):
         out.update(range(base, min(base + used, end + 1)))
     return out
+
+
+def kstrtobool(text):
+    """The kernel's ``kstrtobool()``: only the first characters count.
+
+    ``y``/``t``/``1`` (any case) are true, ``n``/``f``/``0`` false, ``on``
+    and ``of`` true and false; anything else, and nothing, is EINVAL.
+    """
+    first = text[:1].lower()
+    if first in ('y', 't', '1'):
+        return True
+    if first in ('n', 'f', '0'):
+        return False
+    if first == 'o':
+        second = text[1:2].lower()
+        if second == 'n':
+            return True
+        if second == 'f':
+            return False
+    raise KernelError(errno.EINVAL)

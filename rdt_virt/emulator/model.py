@@ -49,6 +49,7 @@ alone). :class:`ResctrlModel` is not thread-safe; hold :attr:`lock`.
 """
 
 import collections
+import dataclasses
 import errno
 import threading
 import time
@@ -62,6 +63,7 @@ from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 from rdt_virt.emulator import rmids as rmids_mod
 from rdt_virt.emulator import schemata
+from rdt_virt.emulator import telemetry as telemetry_mod
 from rdt_virt.resctrl import quirks
 
 CTRL = 'ctrl'
@@ -177,6 +179,7 @@ class ResctrlModel(features.FeatureFiles):
         old = self.profile
         # What the kernel enabled at boot for this CPU and command line.
         profile = boot.apply(profile)
+        profile = self._kernel_support(profile)
         if profile.mba_mbps and self._snc_ways(profile) > 1:
             # supports_mba_mbps(): MBA is per L3, monitoring per node.
             raise kparse.KernelError(
@@ -189,25 +192,35 @@ class ResctrlModel(features.FeatureFiles):
         if profile.l2:
             self.ctrl_domains['L2'] = tuple(sorted(
                 profile.l2_domains(self.online_cpus)))
+        # kernfs makes the root directory 0555.
         self.root = Group('', CTRL, config=schemata.default_config(
-            profile, self.ctrl_domains), ctime=time.time())
+            profile, self.ctrl_domains), ctime=time.time(), dirmode=0o555)
         self.root.cpus = set(self.online_cpus)
         self.groups = collections.OrderedDict()
         self._members = {}
         self._status = ''
         mon = profile.mon
         self._setup_snc(profile)
-        if self.rmids is None or old is None or old.mon != mon:
-            self.rmids = rmids_mod.RmidAllocator(
-                mon.num_rmids if mon else 1, self.mon_domains,
-                bool(mon) and counters_mod.OCCUPANCY in mon.events,
+        if self.rmids is None or old is None or old.mon != mon or (
+                old.num_rmids != profile.num_rmids):
+            limbo = dict(
+                use_limbo=bool(mon) and counters_mod.OCCUPANCY in mon.events,
                 interval=self._limbo_delay,
                 half_life=profile.counters.occupancy_half_life,
-                threshold=lambda: self.max_threshold)
+                threshold=lambda: self.max_threshold,
+                always=self.has('limbo_always'))
+            if mon and mon.num_pmg:
+                self.rmids = rmids_mod.PooledRmidAllocator(
+                    profile.num_rmids // mon.num_pmg, mon.num_pmg,
+                    self.mon_domains, **limbo)
+            else:
+                # The smallest monitoring resource's count (AET: 576).
+                self.rmids = rmids_mod.RmidAllocator(
+                    profile.num_rmids if mon else 1, self.mon_domains,
+                    **limbo)
             if mon:
-                size = profile.domains[0].l3_size
-                self.max_threshold = (size // mon.num_rmids
-                                      // mon.mon_scale * mon.mon_scale)
+                self.max_threshold = mon.threshold(
+                    profile.domains[0].l3_size)
         self.counters = counters_mod.Counters(
             profile, self.mon_domains, self._cpu_nodes, self._allowed_bytes,
             self._throttle, self.clock())
@@ -217,7 +230,8 @@ class ResctrlModel(features.FeatureFiles):
         self.assign = None
         if mon and mon.num_mbm_cntrs and self.has('mbm_assign'):
             self.assign = assign_mod.Assignments(
-                self.domains, mon.num_mbm_cntrs, mon.events)
+                self.domains, mon.num_mbm_cntrs, mon.events,
+                carry_on=self.has('assign_continue'))
         self.assign_enabled = self.assign is not None
         self.io_alloc = False
         # BMEC: event configuration per domain (all traffic types).
@@ -227,9 +241,25 @@ class ResctrlModel(features.FeatureFiles):
                                               for d in self.domains},
                          counters_mod.LOCAL: {d: BMEC_LOCAL
                                               for d in self.domains}}
+        self.telemetry = None
+        self.telemetry_reads = {}
+        if mon and profile.telemetry:
+            self.telemetry = telemetry_mod.Telemetry(profile.telemetry,
+                                                     self.domains)
         if mon:
-            self.counters.attach(self.root)
+            # RMID 0 has counted the host's tasks since boot.
+            self.counters.attach(self.root, seen=True)
             self._assign_new_group(self.root)
+
+    def _kernel_support(self, profile):
+        """Leave out what this kernel release does not support."""
+        if profile.arch == 'mpam' and not self.has('mpam'):
+            # No resctrl for MPAM before 7.1: a host without RDT.
+            return dataclasses.replace(profile, l3=None, l2=None, mb=None,
+                                       smba=None, mon=None, cdp=False)
+        if profile.telemetry and not self.has('perf_pkg'):
+            return dataclasses.replace(profile, telemetry=None)
+        return profile
 
     def remount(self, profile=None):
         """Unmount and mount again, optionally on another profile."""
@@ -446,6 +476,10 @@ class ResctrlModel(features.FeatureFiles):
         self._observe_samples(samples)
         if self.profile.mon:
             self.counters.update(self.clock(), samples, self._effective)
+        if self.telemetry is not None:
+            self.telemetry.update(
+                samples, lambda tid, cpu: self._effective(tid, cpu)[0].rmid,
+                self.profile.cpu_domains(self.online_cpus), self.clock())
 
     def _effective(self, tid, cpu):
         """``(RMID group, CLOSID group)`` that *tid* uses on *cpu*.
@@ -725,17 +759,22 @@ class ResctrlModel(features.FeatureFiles):
         used = {g.closid for g in self.groups.values()}
         if self.io_alloc:
             used.add(self._io_alloc_closid())
-        for closid in range(1, self.usable_closids):
-            if closid not in used:
-                return closid
-        self._fail(errno.ENOSPC, "Out of CLOSIDs\n")
+        free = [c for c in range(1, self.usable_closids) if c not in used]
+        if not free:
+            self._fail(errno.ENOSPC, "Out of CLOSIDs\n")
+        if isinstance(self.rmids, rmids_mod.PooledRmidAllocator):
+            # resctrl_find_cleanest_closid(): the CLOSID with the fewest
+            # RMIDs in limbo, so that the new group gets one.
+            now = self.clock()
+            return min(free, key=lambda c: (self.rmids.dirty(c, now), c))
+        return free[0]
 
     def _mkdir_ctrl(self, name, uid, gid, dirmode):
         now = self.clock()
         mon = self.profile.mon_capable
         if self.has('rmid_after_closid'):
             closid = self._alloc_closid()
-            rmid = self._alloc_rmid() if mon else 0
+            rmid = self._alloc_rmid(closid) if mon else 0
         else:
             # Before 6.9 the RMID came first; without a CLOSID it is
             # freed again, into limbo like any other.
@@ -769,11 +808,11 @@ class ResctrlModel(features.FeatureFiles):
         return self._mkdir_run(self._mkdir_mon, parent, name, uid, gid,
                                dirmode)
 
-    def _alloc_rmid(self):
-        return self.rmids.alloc(self.clock())
+    def _alloc_rmid(self, closid=0):
+        return self.rmids.alloc(self.clock(), closid)
 
     def _mkdir_mon(self, parent, name, uid, gid, dirmode):
-        rmid = self._alloc_rmid()
+        rmid = self._alloc_rmid(parent.closid)
         group = Group(name, MON, parent=parent, rmid=rmid, uid=uid, gid=gid,
                       dirmode=dirmode, ctime=time.time())
         parent.mons[name] = group
@@ -819,6 +858,12 @@ class ResctrlModel(features.FeatureFiles):
                        "Cannot move a MON group that monitors CPUs\n")
         if new_parent.mons.get(new_name, group) is not group:
             self._fail(errno.EEXIST)
+        if (isinstance(self.rmids, rmids_mod.PooledRmidAllocator) and
+                new_parent.closid != group.parent.closid):
+            # MPAM: the PMG is an extension of the PARTID, so the RMID
+            # index would change (rdtgroup_rename()).
+            self._fail(errno.EOPNOTSUPP,
+                       "changing parent control group not supported\n")
         self._snap = None
         self._update_counters()
         del group.parent.mons[group.name]

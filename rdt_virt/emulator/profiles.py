@@ -94,6 +94,10 @@ class BandwidthAlloc:
     #: GB/s, ``max_bandwidth`` = 2^CPUID 0x80000020 EAX = unlimited);
     #: None when values are percentages.
     unit_bytes_per_second: typing.Optional[int] = None
+    #: Arm MPAM: fraction bits of the MBW_MAX control (``bwa_wd``); the
+    #: kernel converts percentages to bands and back (mpam_resctrl.c
+    #: ``percent_to_mbw_max()``/``mbw_max_to_percent()``). None on x86.
+    bwa_wd: typing.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +116,53 @@ class Monitoring:
     #: Bandwidth event configuration (AMD BMEC): which traffic the MBM
     #: events count, ``info/L3_MON/mbm_*_bytes_config``.
     bmec: bool = False
+    #: ``max_threshold_occupancy`` at mount, as a captured host showed
+    #: it; None: computed as the kernel does (:meth:`threshold`).
+    max_threshold_occupancy: typing.Optional[int] = None
+
+    #: Arm MPAM: PMGs per PARTID. ``num_rmids`` is then PMG x PARTID and
+    #: every CLOSID allocates from its own pool of ``num_pmg`` RMIDs.
+    num_pmg: typing.Optional[int] = None
+
+    def threshold(self, l3_size):
+        """The threshold at mount: captured, or L3 size / RMIDs."""
+        if self.max_threshold_occupancy is not None:
+            return self.max_threshold_occupancy
+        return l3_size // self.num_rmids // self.mon_scale * self.mon_scale
+
+
+#: Package telemetry events in the kernel's order (``mon_event_all[]`` in
+#: fs/resctrl/monitor.c): the "energy" event group's two, then the "perf"
+#: group's seven (intel_aet.c).
+ENERGY_EVENTS = ('core_energy', 'activity')
+PERF_EVENTS = ('stalls_llc_hit', 'c1_res', 'unhalted_core_cycles',
+               'stalls_llc_miss', 'c6_res', 'unhalted_ref_cycles',
+               'uops_retired')
+
+
+@dataclasses.dataclass(frozen=True)
+class Telemetry:
+    """Intel Application Energy Telemetry: the ``PERF_PKG`` resource.
+
+    ``intel_aet.c`` knows two event groups of Clearwater Forest, "energy"
+    (GUID 0x26696143) and "perf" (GUID 0x26557651), each with 576 RMIDs;
+    ``enable_events()`` sets the resource's ``num_rmid`` to the smallest
+    group's. Energy and activity are fixed point with 18 fraction bits,
+    the perf events integers.
+
+    What the events count here is emulation (:mod:`telemetry`): a busy
+    CPU-second switches ``farads_per_cpu_second`` of activity and spends
+    that times ``volts_squared`` joules; cycles follow the CPU time at
+    ``hz``, uops at ``uops_per_cycle``.
+    """
+
+    num_rmids: int = 576
+    events: tuple = ENERGY_EVENTS + PERF_EVENTS
+    bin_bits: int = 18
+    farads_per_cpu_second: float = 2.5
+    volts_squared: float = 0.64
+    hz: float = 2.2e9
+    uops_per_cycle: float = 1.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,6 +257,10 @@ class Profile:
     #: L2 cache ids under each L3 domain, ``((l3 id, (l2 id, ...)), ...)``,
     #: from a captured host's topology; empty: one L2 per CPU, id = CPU.
     l2_ids: tuple = ()
+    #: Package telemetry (Intel AET, 7.0), one package per L3 domain.
+    telemetry: typing.Optional[Telemetry] = None
+    #: ``'x86'`` or ``'mpam'`` (drivers/resctrl/mpam_resctrl.c, 7.1).
+    arch: str = 'x86'
 
     def siblings(self, online_cpus):
         """``{cpu: (other threads of its core)}`` of the emulated host."""
@@ -256,9 +311,30 @@ class Profile:
         if self.l2:
             out.append(Schema('L2', self.l2, 'both', self.l2.num_closids))
         for res in (self.mb, self.smba):
-            if res:
+            if res and not (self.arch == 'mpam' and self.cdp):
+                # MPAM: MBW_MAX is per PARTID and cannot hide the CDP
+                # emulation's two PARTIDs, so MB goes with cdp
+                # (resctrl_arch_set_cdp_enabled()).
                 out.append(Schema(res.name, res, 'both', res.num_closids))
         return tuple(reversed(out))
+
+    @property
+    def num_rmids(self):
+        """RMIDs groups get: the smallest monitoring resource's.
+
+        ``resctrl_arch_system_num_rmid_idx()`` takes the minimum over L3
+        and PERF_PKG on x86; on MPAM it is PMG x PARTID, halved by its
+        emulated CDP (``resctrl_arch_set_cdp_enabled()``).
+        """
+        if not self.mon:
+            return 0
+        counts = [self.mon.num_rmids]
+        if self.telemetry:
+            counts.append(self.telemetry.num_rmids)
+        count = min(counts)
+        if self.arch == 'mpam' and self.cdp:
+            count //= 2
+        return count
 
     def schema(self, name):
         for s in self.schemas:
@@ -536,10 +612,62 @@ MONITORING = dataclasses.replace(
     REFERENCE, name='monitoring', l3=None, mb=None,
     description='reference caches with CMT+MBM only: no allocation')
 
+# Intel Xeon 6 with E-cores, Clearwater Forest: the platform whose event
+# groups intel_aet.c knows (the XML files under xml/CWF in Intel-PMT). Two
+# packages, one L3 each; the L3 figures (12 ways, 16 CLOSIDs, 1024 L3
+# RMIDs) are plausible values, not from a datasheet: what matters is that
+# L3_MON has more RMIDs than PERF_PKG's 576.
+_CWF_L3 = 108 * MIB
+AET = Profile(
+    name='aet',
+    description='2-socket Xeon 6 (Clearwater Forest) with Application '
+                'Energy Telemetry: L3 CAT, MBA, CMT+MBM (1024 RMIDs) and '
+                'PERF_PKG energy/perf events (576 RMIDs, 7.0+)',
+    vendor='intel',
+    domains=(CacheDomain(0, _CWF_L3), CacheDomain(1, _CWF_L3)),
+    l3=CacheAlloc(name='L3', num_closids=16, cbm_len=12, min_cbm_bits=1,
+                  shareable_bits=0, sparse_masks=True, cdp_capable=True),
+    mb=BandwidthAlloc(name='MB', num_closids=16, min_bandwidth=10,
+                      max_bandwidth=100, bandwidth_gran=10,
+                      delay_linear=True, throttle_mode='per-thread',
+                      data_width=3),
+    mon=Monitoring(num_rmids=1024, events=ALL_EVENTS, mon_scale=65536),
+    telemetry=Telemetry(),
+    geometry=CacheGeometry(l2_size=4 * MIB, l3_ways=12),
+    cpu=CpuId('GenuineIntel', 6, 0xdd, 1),
+)
+
+# An Arm Neoverse server with MPAM on the L3 (CPOR portions, CSU counters)
+# and a memory-side MBW_MAX control, through drivers/resctrl/mpam_resctrl.c
+# (7.1). PARTID and PMG counts are implementation defined: 64 PARTIDs and 4
+# PMGs are plausible values, not from one part's manual. 8 fraction bits
+# of MBW_MAX give min_bandwidth 0 and bandwidth_gran 1; the CSU monitor
+# is the only counter this kernel reads (resctrl_arch_rmid_read()).
+_NEOVERSE_L3 = 64 * MIB
+MPAM = Profile(
+    name='mpam',
+    description='Arm Neoverse with MPAM (7.1): L3 portions (16, sparse, 64 '
+                'PARTIDs), MB 0-100% step 1, llc_occupancy with 4 PMGs per '
+                'PARTID (256 RMIDs in per-CLOSID pools)',
+    vendor='arm',
+    arch='mpam',
+    domains=(CacheDomain(0, _NEOVERSE_L3), CacheDomain(1, _NEOVERSE_L3)),
+    l3=CacheAlloc(name='L3', num_closids=64, cbm_len=16, min_cbm_bits=1,
+                  shareable_bits=0xffff, sparse_masks=True,
+                  cdp_capable=True),
+    mb=BandwidthAlloc(name='MB', num_closids=64, min_bandwidth=0,
+                      max_bandwidth=100, bandwidth_gran=1,
+                      delay_linear=True, throttle_mode=None, data_width=3,
+                      bwa_wd=8),
+    mon=Monitoring(num_rmids=256, events=('llc_occupancy',), mon_scale=64,
+                   num_pmg=4),
+    geometry=CacheGeometry(l2_size=2 * MIB, l3_ways=16),
+)
+
 PROFILES = {p.name: p for p in (REFERENCE, REFERENCE_STOCK,
                                 REFERENCE_NO_MBA, SNC2, CDP,
                                 MBA_MBPS, AMD, AMD_MB4096, AMD_ZEN5, L3_CAT,
-                                WIDE, MONITORING)}
+                                WIDE, MONITORING, AET, MPAM)}
 
 
 class UnknownProfile(KeyError):

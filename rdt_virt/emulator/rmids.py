@@ -22,12 +22,19 @@ What the kernel does (``fs/resctrl/monitor.c``, before 6.16
   it, cache lines tagged with the RMID stay in the L3 after the group is
   gone, and a new owner would inherit them, so a freed RMID enters
   *limbo*, busy on every domain.
+  Since 6.9 (``add_rmid_to_limbo()`` after "x86/resctrl: Allow
+  resctrl_arch_rmid_read() to sleep") that is all it does. Before, it
+  read the occupancy on the domain of the CPU doing the rmdir and left
+  that domain clean when the read failed or gave at most the threshold,
+  so on a one-domain host an idle RMID was free at once.
 * A worker per domain runs about once a second (``CQM_LIMBOCHECK_INTERVAL``,
-  1000 ms) while the domain has busy RMIDs. It reads each busy RMID's
-  occupancy and clears the domain's busy bit when the value is at most
-  ``info/L3_MON/max_threshold_occupancy``. An RMID busy on no domain is
-  free again. Cache-resident data never drains: such an RMID can stay in
-  limbo indefinitely.
+  1000 ms) while the domain has busy RMIDs. ``__check_limbo()`` reads
+  each busy RMID's occupancy and counts it dirty when the read fails or
+  the value is at least ``info/L3_MON/max_threshold_occupancy``, otherwise
+  it clears the domain's busy bit (so with a threshold of 0 nothing is
+  ever freed). An RMID busy on no domain is free again. Cache-resident
+  data never drains, and neither does an RMID whose occupancy cannot be
+  read: such an RMID can stay in limbo indefinitely.
 * When the free list is empty, allocation fails with EBUSY if any RMID is
   in limbo and ENOSPC otherwise.
 
@@ -43,6 +50,14 @@ import errno
 import math
 
 from rdt_virt.emulator import kparse
+
+
+#: :meth:`RmidAllocator.set_occupancy` value of a read that fails.
+UNREADABLE = 'Unavailable'
+
+
+def _int(value):
+    return None if value is None else int(value)
 
 
 class _Limbo(object):
@@ -76,16 +91,19 @@ class RmidAllocator(object):
     :param half_life: seconds in which an idle RMID's occupancy halves.
     :param threshold: ``f() -> bytes``: the current
         ``max_threshold_occupancy``.
+    :param always: every freed RMID enters limbo (6.9 and later); when
+        False the local domain is read first (see :meth:`put`).
     """
 
     def __init__(self, num_rmids, domains, use_limbo, interval=1.0,
-                 half_life=2.0, threshold=lambda: 0):
+                 half_life=2.0, threshold=lambda: 0, always=True):
         self.free = collections.deque(range(1, num_rmids))
         self.domains = tuple(domains)
         self.use_limbo = use_limbo
         self.interval = interval
         self.half_life = half_life
         self.threshold = threshold
+        self.always = always
         self.limbo = collections.OrderedDict()
         self.next_check = None
         self.checks = 0
@@ -106,7 +124,10 @@ class RmidAllocator(object):
         limit = self.threshold()
         for entry in list(self.limbo.values()):
             for dom in sorted(entry.busy):
-                if entry.occupancy(dom, when, self.half_life) <= limit:
+                value = entry.occupancy(dom, when, self.half_life)
+                # __check_limbo(): a failed read is dirty, and so is a
+                # value at the threshold.
+                if value is not None and value < limit:
                     entry.busy.discard(dom)
             if not entry.busy:
                 del self.limbo[entry.rmid]
@@ -114,8 +135,11 @@ class RmidAllocator(object):
 
     # Allocation --------------------------------------------------------------
 
-    def alloc(self, now):
-        """The least recently freed RMID, or KernelError EBUSY/ENOSPC."""
+    def alloc(self, now, closid=0):
+        """The least recently freed RMID, or KernelError EBUSY/ENOSPC.
+
+        x86 RMIDs are independent of CLOSIDs: *closid* is ignored.
+        """
         self.release(now)
         if not self.free:
             raise kparse.KernelError(
@@ -128,9 +152,24 @@ class RmidAllocator(object):
             self.free.append(rmid)
             return
         self.release(now)
-        occupancy = {d: float((occupancy or {}).get(d, 0))
+        occupancy = occupancy or {}
+        occupancy = {d: (None if occupancy.get(d, 0) is None
+                         else float(occupancy.get(d, 0)))
                      for d in self.domains}
-        self.limbo[rmid] = _Limbo(rmid, now, occupancy)
+        entry = _Limbo(rmid, now, {d: v or 0.0
+                                   for d, v in occupancy.items()})
+        if not self.always and self.domains:
+            # Before 6.9: one read on the caller's domain (here the
+            # first); a failed read or a value at most the threshold
+            # leaves that domain clean.
+            local = self.domains[0]
+            value = occupancy[local]
+            if value is None or value <= self.threshold():
+                entry.busy.discard(local)
+            if not entry.busy:
+                self.free.append(rmid)
+                return
+        self.limbo[rmid] = entry
         if self.next_check is None:
             self.next_check = now + self.interval
 
@@ -148,14 +187,17 @@ class RmidAllocator(object):
                 'rmid': e.rmid,
                 'seconds': now - e.since,
                 'busy_domains': sorted(e.busy),
-                'occupancy': {d: int(e.occupancy(d, now, self.half_life))
+                'occupancy': {d: _int(e.occupancy(d, now, self.half_life))
                               for d in self.domains},
                 'pinned': sorted(e.pinned),
             } for e in self.limbo.values()],
         }
 
     def set_occupancy(self, rmid, value, now, dom=None):
-        """Pin the occupancy of *rmid* in limbo (None: let it decay).
+        """Pin the occupancy of *rmid* in limbo.
+
+        *value*: bytes, None to let it decay, or :data:`UNREADABLE` for
+        a read that fails.
 
         :raises KeyError: *rmid* is not in limbo.
         """
@@ -165,7 +207,7 @@ class RmidAllocator(object):
             if d not in self.domains:
                 raise KeyError('no domain %r' % d)
             if value is None:
-                current = entry.occupancy(d, now, self.half_life)
+                current = entry.occupancy(d, now, self.half_life) or 0.0
                 entry.pinned.pop(d, None)
                 # Decay resumes from the pinned value, from now.
                 entry.start[d] = current * math.pow(
@@ -174,4 +216,45 @@ class RmidAllocator(object):
             else:
                 # A domain already found clean stays clean, as in the
                 # kernel, which no longer looks at it.
-                entry.pinned[d] = float(value)
+                entry.pinned[d] = (None if value == UNREADABLE
+                                   else float(value))
+
+
+class PooledRmidAllocator(RmidAllocator):
+    """Arm MPAM's RMIDs: a pool of PMGs per CLOSID.
+
+    ``resctrl_arch_rmid_idx_encode()`` in mpam_resctrl.c makes the RMID
+    index ``closid * num_pmg + pmg``, and with ``RESCTRL_RMID_DEPENDS_ON_
+    CLOSID`` ``alloc_rmid(closid)`` only looks at the entries of that
+    CLOSID: ENOSPC once they are taken (EBUSY while one is in limbo) even
+    when other CLOSIDs have free ones. Index 0 (CLOSID 0, PMG 0) is the
+    default group's.
+
+    :param num_closids: PARTIDs usable by groups.
+    :param num_pmg: PMGs per PARTID.
+    """
+
+    def __init__(self, num_closids, num_pmg, domains, use_limbo,
+                 interval=1.0, half_life=2.0, threshold=lambda: 0,
+                 always=True):
+        super().__init__(num_closids * num_pmg, domains, use_limbo,
+                         interval, half_life, threshold, always)
+        self.num_pmg = num_pmg
+
+    def closid_of(self, rmid):
+        return rmid // self.num_pmg
+
+    def alloc(self, now, closid=0):
+        self.release(now)
+        for rmid in self.free:
+            if self.closid_of(rmid) == closid:
+                self.free.remove(rmid)
+                return rmid
+        busy = any(self.closid_of(r) == closid for r in self.limbo)
+        raise kparse.KernelError(
+            errno.EBUSY if busy else errno.ENOSPC, "Out of RMIDs\n")
+
+    def dirty(self, closid, now):
+        """RMIDs of *closid* in limbo (``resctrl_find_cleanest_closid``)."""
+        self.release(now)
+        return sum(1 for r in self.limbo if self.closid_of(r) == closid)

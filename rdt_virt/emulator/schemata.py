@@ -133,7 +133,8 @@ def _validate_bw(text, res, mba_sc, legacy):
                                res.max_bandwidth):
             raise _err("MB value %d out of range [%d,%d]\n" % (
                 val, res.min_bandwidth, res.max_bandwidth))
-        return _roundup(val, res.bandwidth_gran) & MBPS_MAX
+        return _mpam_round(_roundup(val, res.bandwidth_gran) & MBPS_MAX,
+                           res)
     try:
         val = kparse.kstrtou32(text, 10)
     except kparse.ParseError:
@@ -143,7 +144,26 @@ def _validate_bw(text, res, mba_sc, legacy):
     if not res.min_bandwidth <= val <= res.max_bandwidth:
         raise _err("MB value %d out of range [%d,%d]\n" % (
             val, res.min_bandwidth, res.max_bandwidth))
-    return _roundup(val, res.bandwidth_gran)
+    return _mpam_round(_roundup(val, res.bandwidth_gran), res)
+
+
+def _div_round_closest(num, den):
+    return (num + den // 2) // den
+
+
+def _mpam_round(percent, res):
+    """What an MPAM host shows after storing *percent* (mpam_resctrl.c).
+
+    ``percent_to_mbw_max()`` picks the band whose upper bound is nearest,
+    ``mbw_max_to_percent()`` turns the stored band back into the nearest
+    percentage of its upper bound; the schemata shows the latter.
+    """
+    bits = getattr(res, 'bwa_wd', None)
+    if not bits:
+        return percent
+    band = _div_round_closest(percent << bits, 100)
+    band = max(band, 1) - 1
+    return _div_round_closest((band + 1) * 100, 1 << bits)
 
 
 def _roundup(val, gran):

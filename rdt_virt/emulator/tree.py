@@ -27,12 +27,18 @@
     .../mon_groups/<mon>/  cpus cpus_list tasks mon_data/
                            [mbm_L3_assignments] (also in control groups)
     .../mon_data/mon_L3_XX/{llc_occupancy,mbm_total_bytes,mbm_local_bytes}
+    /info/PERF_PKG_MON/    num_rmids mon_features    (Intel AET, 7.0)
+    .../mon_data/mon_PERF_PKG_XX/{core_energy,activity,...}
 
 ``mkdir`` in the root makes a control group and in a ``mon_groups``
-directory a monitoring group; anywhere else it fails with EPERM (ENODEV
-under ``info``). ``rmdir`` only removes groups (EPERM otherwise). Files are
-0644 when writable and 0444 otherwise, report a size of 0 like kernfs, and a
-write is one command (at most one page). Every mutation is logged.
+directory a monitoring group; anywhere else, ``info`` included, it fails
+with EPERM (``rdtgroup_mkdir()``). ``rmdir`` only removes groups (EPERM
+otherwise). The root is 0555, as kernfs makes a root directory, and
+``info`` and its directories take their parent's mode
+(``rdtgroup_create_info_dir()``); a group's own directories take the mode
+of its mkdir. Files are 0644 when writable and 0444 otherwise, report a
+size of 0 like kernfs, and a write is one command (at most one page).
+Every mutation is logged.
 
 :class:`ResctrlTree` is what the FUSE layer calls; it takes the model lock
 around every operation, as the kernel takes ``rdtgroup_mutex``.
@@ -58,11 +64,14 @@ MONGROUPS = 'mon_groups'   # <ctrl>/mon_groups
 MONDATA = 'mon_data'       # <group>/mon_data
 MONDOM = 'mon-dom'         # <group>/mon_data/mon_L3_XX
 MONSUB = 'mon-sub'         # .../mon_L3_XX/mon_sub_L3_YY (SNC)
+MONPKG = 'mon-pkg'         # <group>/mon_data/mon_PERF_PKG_XX (AET)
+PKG_FILE = 'pkg-file'      # a package telemetry counter file
 FILE = 'file'              # a group file
 INFO_FILE = 'info-file'    # a file under /info
 MON_FILE = 'mon-file'      # a counter file
 
-_DIRS = (GROUP, INFO, INFO_RES, MONGROUPS, MONDATA, MONDOM, MONSUB)
+_DIRS = (GROUP, INFO, INFO_RES, MONGROUPS, MONDATA, MONDOM, MONSUB,
+         MONPKG)
 
 Node = collections.namedtuple('Node', 'kind group name extra')
 
@@ -74,6 +83,9 @@ _CACHE_INFO = ('bit_usage', 'cbm_mask', 'min_cbm_bits', 'num_closids',
 _BW_INFO = ('bandwidth_gran', 'delay_linear', 'min_bandwidth',
             'num_closids')
 _MON_INFO = ('max_threshold_occupancy', 'mon_features', 'num_rmids')
+# PERF_PKG_MON has the files every monitoring resource has.
+_PKG_INFO = ('mon_features', 'num_rmids')
+PKG_MON = 'PERF_PKG_MON'
 _INFO_WRITABLE = ('max_threshold_occupancy', 'mbm_assign_mode', 'io_alloc',
                   'mbm_assign_on_mkdir', 'mbm_total_bytes_config',
                   'mbm_local_bytes_config')
@@ -99,14 +111,18 @@ class ResctrlTree(object):
             (s.name, s) for s in prof.schemas)
         if prof.mon:
             out['L3_MON'] = prof.mon
+        if self.model.telemetry is not None:
+            out[PKG_MON] = prof.telemetry
         return out
 
     def _info_files(self, name):
         prof = self.model.profile
+        if name == PKG_MON:
+            return _PKG_INFO
         if name == 'L3_MON':
             files = _MON_INFO
-            if self.model.has('mbm_assign') and any(
-                    e.startswith('mbm_') for e in prof.mon.events):
+            if self.model.has('mbm_assign'):
+                # Every L3_MON of 6.18+ has it, with or without MBM.
                 files += ('mbm_assign_mode',)
             if self.model.assign is not None:
                 files += ('available_mbm_cntrs', 'mbm_assign_on_mkdir',
@@ -120,7 +136,11 @@ class ResctrlTree(object):
             files = _CACHE_INFO
             if not self.model.has('sparse_masks'):
                 files = tuple(f for f in files if f != 'sparse_masks')
-            if self.model.has('io_alloc'):
+            if self.model.has('io_alloc') and any(
+                    s.is_cache and s.resource.io_alloc_capable
+                    for s in prof.schemas):
+                # io_alloc_init(): only where L3 can, and then on every
+                # cache resource (L2 answers "not supported").
                 files += ('io_alloc', 'io_alloc_cbm')
             return files
         modes = [r.throttle_mode for r in (prof.mb, prof.smba) if r]
@@ -153,7 +173,12 @@ class ResctrlTree(object):
         if node.kind == MONGROUPS:
             return list(node.group.mons)
         if node.kind == MONDATA:
-            return ['mon_L3_%02d' % d for d in m.domains]
+            names = ['mon_L3_%02d' % d for d in m.domains]
+            if m.telemetry is not None:
+                names += ['mon_PERF_PKG_%02d' % d for d in m.domains]
+            return names
+        if node.kind == MONPKG:
+            return list(prof.telemetry.events)
         if node.kind == MONDOM:
             names = list(prof.mon.events)
             if m.snc > 1:
@@ -191,8 +216,12 @@ class ResctrlTree(object):
             return Node(INFO_FILE, None, name, node.name)
         if node.kind == MONGROUPS:
             return Node(GROUP, node.group.mons[name], name, None)
+        if node.kind == MONDATA and name.startswith('mon_PERF_PKG_'):
+            return Node(MONPKG, node.group, name, int(name[-2:]))
         if node.kind == MONDATA:
             return Node(MONDOM, node.group, name, int(name[-2:]))
+        if node.kind == MONPKG:
+            return Node(PKG_FILE, node.group, name, node.extra)
         if node.kind == MONDOM and name.startswith('mon_sub_L3_'):
             return Node(MONSUB, node.group, name, (node.extra,
                                                    int(name[-2:])))
@@ -219,14 +248,14 @@ class ResctrlTree(object):
         """``(uid, gid, permission bits, ctime)`` of a node."""
         group = node.group
         if node.kind in (INFO, INFO_RES):
-            return 0, 0, 0o755, None
+            return 0, 0, self.model.root.dirmode, None
         if node.kind == INFO_FILE:
             mode = 0o644 if node.name in _INFO_WRITABLE else 0o444
             return 0, 0, mode, None
         base = group.ctrl if node.kind == MONGROUPS else group
-        if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM, MONSUB):
+        if node.kind in (GROUP, MONGROUPS, MONDATA, MONDOM, MONSUB, MONPKG):
             return base.uid, base.gid, base.dirmode, base.ctime
-        if node.kind == MON_FILE or node.name in _READ_ONLY:
+        if node.kind in (MON_FILE, PKG_FILE) or node.name in _READ_ONLY:
             return group.uid, group.gid, 0o444, group.ctime
         return group.uid, group.gid, 0o644, group.ctime
 
@@ -282,7 +311,13 @@ class ResctrlTree(object):
             if node.kind in _DIRS:
                 raise _err(errno.EISDIR)
             if node.kind == FILE:
+                if self.model.has('status_on_access'):
+                    self.model._clear()
                 return self._group_file(node.group, node.name)
+            if node.kind == PKG_FILE:
+                return self.model.telemetry_text(node.group, node.extra,
+                                                 node.name) + '\n'
+
             if node.kind == MON_FILE:
                 if isinstance(node.extra, tuple):
                     val = self.model.read_counter(node.group, node.extra[0],
@@ -312,18 +347,33 @@ class ResctrlTree(object):
     def _info_file(self, dirname, name):
         m = self.model
         prof = m.profile
+        if dirname == PKG_MON:
+            if name == 'num_rmids':
+                return '%d\n' % prof.telemetry.num_rmids
+            return ''.join(e + '\n' for e in prof.telemetry.events)
         if dirname == 'L3_MON':
             if name == 'num_rmids':
+                if prof.arch == 'mpam':
+                    # resctrl_arch_system_num_rmid_idx(): PMG x PARTID,
+                    # halved with the emulated CDP.
+                    return '%d\n' % prof.num_rmids
                 # With SNC the RMIDs are shared out between the nodes.
                 return '%d\n' % (prof.mon.num_rmids // m.snc)
             if name == 'mon_features':
-                return ''.join(e + '\n' for e in prof.mon.events)
+                # rdt_mon_features_show(): a configurable event (BMEC)
+                # is followed by its _config file outside mbm_event mode.
+                out = []
+                for e in prof.mon.events:
+                    out.append(e + '\n')
+                    if m.bmec_visible() and e in _BMEC_EVENTS:
+                        out.append(e + '_config\n')
+                return ''.join(out)
             if name == 'mbm_assign_mode':
                 return m.assign_mode_text()
             if name in ('num_mbm_cntrs', 'available_mbm_cntrs'):
                 return m.assign_counts_text(name == 'available_mbm_cntrs')
             if name == 'mbm_assign_on_mkdir':
-                return '%d\n' % m.assign.on_mkdir
+                return m.assign_on_mkdir_text()
             if name.endswith('_config'):
                 return m.bmec_text(name[:-len('_config')])
             return '%d\n' % m.max_threshold
@@ -419,7 +469,7 @@ class ResctrlTree(object):
         if '\n' in name:
             raise _err(errno.EINVAL)
         if parent.kind in (INFO, INFO_RES):
-            raise _err(errno.ENODEV)
+            raise _err(errno.EPERM)
         args = (ctx.uid, ctx.gid, mode & 0o7777)
         if parent.kind == GROUP and parent.group is m.root:
             return m.mkdir_ctrl(name, *args)

@@ -40,6 +40,7 @@ element::
         version="1">
       <rdtvirt:membw unit="percent" value="10" requested="5" group="shared"/>
       <rdtvirt:monitor enabled="yes"/>
+      <rdtvirt:priority class="low"/>
     </rdtvirt:rdt>
 
 * ``membw``: the instance's memory bandwidth limit. ``value`` is what is
@@ -52,8 +53,11 @@ element::
   the agent's ``<prefix>i-<uuid>`` (MBps or AMD values, which libvirt
   refuses above 100).
 * ``monitor``: whether the instance is monitored (CMT/MBM) at all.
+* ``priority``: the protection class of ``hw:rdt_priority``, ``high`` or
+  ``low``; written only for those, so a domain without it is ``normal``
+  (and a reader that does not know the element treats it as such).
 
-Both children are optional. ``version`` is 1; a reader refuses any other
+Every child is optional. ``version`` is 1; a reader refuses any other
 version rather than guess, and ignores attributes and elements it does not
 know. Objects are immutable and compare by value; children are kept in
 libvirt's order (caches by level, type and id; nodes by id), so a domain
@@ -66,6 +70,7 @@ import typing
 from lxml import etree
 
 from rdt_virt.libvirt import xmlutil
+from rdt_virt.policy import extra_specs
 from rdt_virt.resctrl import info
 
 NAMESPACE = 'http://openstack.org/xmlns/libvirt/rdt-virt/1.0'
@@ -425,6 +430,7 @@ class RDTMetadata(_XMLObject):
 
     membw: typing.Optional[MemBwMetadata] = None
     monitor: typing.Optional[bool] = None
+    priority: str = extra_specs.PRIORITY_NORMAL
 
     what = 'rdt-virt metadata'
     #: The tag, as lxml names it, to find the element in a domain.
@@ -436,6 +442,9 @@ class RDTMetadata(_XMLObject):
             raise _invalid(self.what, 'membw must be a MemBwMetadata')
         if self.monitor not in (None, True, False):
             raise _invalid(self.what, 'monitor must be a bool or None')
+        if self.priority not in extra_specs.PRIORITIES:
+            raise _invalid(self.what, 'priority must be one of %s, not %r',
+                           ', '.join(extra_specs.PRIORITIES), self.priority)
 
     def to_element(self):
         el = etree.Element(self.TAG, nsmap={PREFIX: NAMESPACE},
@@ -445,6 +454,8 @@ class RDTMetadata(_XMLObject):
         if self.monitor is not None:
             etree.SubElement(el, _ns('monitor'),
                              enabled='yes' if self.monitor else 'no')
+        if self.priority != extra_specs.PRIORITY_NORMAL:
+            etree.SubElement(el, _ns('priority'), {'class': self.priority})
         return el
 
     @classmethod
@@ -456,8 +467,10 @@ class RDTMetadata(_XMLObject):
                            'knows %d)', version, METADATA_VERSION)
         membw = xmlutil.children(el, _ns('membw'))
         monitors = xmlutil.children(el, _ns('monitor'))
-        if len(membw) > 1 or len(monitors) > 1:
-            raise _invalid(cls.what, 'membw and monitor may appear once')
+        priorities = xmlutil.children(el, _ns('priority'))
+        if len(membw) > 1 or len(monitors) > 1 or len(priorities) > 1:
+            raise _invalid(cls.what, 'membw, monitor and priority may '
+                           'appear once')
         monitor = None
         if monitors:
             enabled = xmlutil.attr(monitors[0], 'enabled', cls.what)
@@ -465,5 +478,10 @@ class RDTMetadata(_XMLObject):
                 raise _invalid(cls.what, 'monitor enabled=%r is not yes or '
                                'no', enabled)
             monitor = _YES_NO[enabled]
+        priority = extra_specs.PRIORITY_NORMAL
+        if priorities:
+            # A class this reader does not know is refused, not guessed:
+            # treating it as normal would drop a protection silently.
+            priority = xmlutil.attr(priorities[0], 'class', cls.what)
         return cls(membw=MemBwMetadata.from_element(membw[0])
-                   if membw else None, monitor=monitor)
+                   if membw else None, monitor=monitor, priority=priority)

@@ -27,8 +27,8 @@ what goes into the domain XML:
   make libvirt fail the domain start when RMIDs run out, and monitoring
   must never block a boot; rdt-virt-agent monitors everything else;
 * the rdt-virt ``<metadata>`` element, whenever the flavor has an RDT extra
-  spec, so the agent sees the whole policy: requested and applied values
-  and who applies the bandwidth limit.
+  spec, so the agent sees the whole policy: requested and applied values,
+  who applies the bandwidth limit, and the protection class.
 
 :func:`insert` puts them into a whole domain XML document, for tools and
 tests that run libvirt without Nova; :func:`replace` swaps a domain's for
@@ -97,7 +97,11 @@ def memorytune(plan, vcpus):
 
 
 def metadata(plan):
-    """The :class:`~rdt_virt.libvirt.config.RDTMetadata` of ``plan``."""
+    """The :class:`~rdt_virt.libvirt.config.RDTMetadata` of ``plan``.
+
+    It carries the protection class too (``hw:rdt_priority``), which the
+    agent's controller reads; a normal instance's element has none.
+    """
     membw = None
     mem_bw = plan.mem_bw
     if mem_bw is not None:
@@ -109,7 +113,8 @@ def metadata(plan):
             unit=mem_bw.unit, value=mem_bw.value,
             group=_GROUPS[plan.mb_owner],
             requested=None if same else mem_bw.requested)
-    return config.RDTMetadata(membw=membw, monitor=plan.monitor)
+    return config.RDTMetadata(membw=membw, monitor=plan.monitor,
+                              priority=plan.priority)
 
 
 def elements(policy, plan, vcpus):

@@ -18,7 +18,10 @@ Capabilities say what a host can do; capacity says what is left now:
   host has ``num_closids - 1 - groups`` free for new groups.
 * RMIDs: every control group and every monitoring group holds one. On a
   host that can monitor, creating a control group fails without a free
-  RMID too (the kernel allocates one with the CLOSID).
+  RMID too (the kernel allocates one with the CLOSID). The count is
+  :attr:`~rdt_virt.resctrl.info.HostCapabilities.num_rmids`, the smallest
+  monitoring resource's (Intel's package telemetry has fewer RMIDs than
+  L3).
 * Cache ways: libvirt carves dedicated ways from those that no group uses,
   the default group included, and needs them contiguous. What counts is
   the longest free run on each cache id.
@@ -109,6 +112,44 @@ class Capacity:
                                    shared_groups=shared)
 
 
+def consume(capacity, plan):
+    """``capacity`` after ``plan``, even when it does not fit any more.
+
+    Claims made earlier must be counted even if resctrl changed under them
+    (an operator created groups, the default group took ways back): then
+    whatever the plan needs and is not free is simply gone. The compute
+    host subtracts its unrealised claims with it, and the scheduler the
+    instances it has placed in this run.
+    """
+    try:
+        return capacity.claim(plan)
+    except exception.CapacityExhausted:
+        pass
+    closids, rmids = capacity.free_closids, capacity.free_rmids
+    shared = capacity.shared_groups
+    if capacity.needs_closid(plan):
+        closids = max(closids - 1, 0)
+        if rmids is not None:
+            rmids = max(rmids - 1, 0)
+        if plan.shared_value is not None:
+            shared = shared | {plan.shared_value}
+    masks = {res: dict(doms) for res, doms in capacity.free_masks.items()}
+    for alloc in plan.caches:
+        for dom, ways, _size in alloc.domains:
+            free = masks.get(alloc.resource, {}).get(dom)
+            if free is None:
+                continue
+            if capacity.largest_free_run(alloc.resource, dom) >= ways:
+                # Take them as Capacity.claim does.
+                masks[alloc.resource][dom] = free & ~bitmask.best_fit(
+                    0, free, ways)
+            else:
+                masks[alloc.resource][dom] = 0
+    return dataclasses.replace(capacity, free_closids=closids,
+                               free_rmids=rmids, free_masks=masks,
+                               shared_groups=shared)
+
+
 def from_state(caps, group_schemata, mon_groups, prefix):
     """Compute a host's :class:`Capacity` from its resctrl state.
 
@@ -130,7 +171,11 @@ def from_state(caps, group_schemata, mon_groups, prefix):
         free_masks[name] = per_dom
     rmids = None
     if caps.monitor:
-        rmids = max(caps.monitor.num_rmids - 1 - len(ctrl) - mon_groups, 0)
+        # num_rmids is what the kernel hands out: with package telemetry
+        # the smallest monitoring resource's, not L3_MON's. On MPAM every
+        # CLOSID brings its own pool, so a new control group finds an RMID
+        # whenever it finds a CLOSID and the count stays consistent.
+        rmids = max(caps.num_rmids - 1 - len(ctrl) - mon_groups, 0)
     shared = set()
     for name in ctrl:
         kind = groups.parse(prefix, name)

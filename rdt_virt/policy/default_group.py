@@ -19,6 +19,8 @@ lowest N ways makes the rest allocatable; every thread not in another group
 (the host, its services, instances without a cache policy) then shares
 those N ways. The ways the hardware shares with I/O (``shareable_bits``) are
 kept too when the mask stays valid: they are never clean for an instance.
+A ``shareable_bits`` of the whole mask (Arm MPAM's placeholder) names no
+such ways and is ignored.
 """
 
 from rdt_virt import exception
@@ -54,7 +56,11 @@ def reserved_schemata(caps, ways):
                        'left for instances' % (res.name, res.cbm_width))
         mask = bitmask.low_ways(res.cbm_mask, ways)
         shared = mask | res.shareable_bits
-        if res.sparse_masks or bitmask.is_contiguous(shared):
+        # Arm MPAM reports every bit shareable (mpam_resctrl_control_init():
+        # devices it has not configured use PARTID 0 with all portions): it
+        # names no I/O ways, and keeping them all would leave none free.
+        if res.shareable_bits != res.cbm_mask and (
+                res.sparse_masks or bitmask.is_contiguous(shared)):
             mask = shared
         result[res.name] = {dom: mask for dom in res.domain_ids}
     return result

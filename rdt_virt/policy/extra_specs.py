@@ -20,6 +20,7 @@
 ``hw:cache_l3_code``   dedicated L3 for code in KiB (CDP hosts), with
 ``hw:cache_l3_data``   dedicated L3 for data in KiB
 ``hw:rdt_monitor``     monitor LLC occupancy and memory bandwidth
+``hw:rdt_priority``    protection class: ``high``, ``normal`` or ``low``
 =====================  ====================================================
 
 :data:`EXTRA_SPECS` is the single definition; the Nova API validators are
@@ -39,6 +40,15 @@ CACHE_L3 = 'hw:cache_l3'
 CACHE_L3_CODE = 'hw:cache_l3_code'
 CACHE_L3_DATA = 'hw:cache_l3_data'
 RDT_MONITOR = 'hw:rdt_monitor'
+RDT_PRIORITY = 'hw:rdt_priority'
+
+# Protection classes (hw:rdt_priority). The controller of rdt-virt-agent
+# protects high instances by throttling low ones; it never touches normal
+# ones, the default of every flavor without the key.
+PRIORITY_HIGH = 'high'
+PRIORITY_NORMAL = 'normal'
+PRIORITY_LOW = 'low'
+PRIORITIES = (PRIORITY_HIGH, PRIORITY_NORMAL, PRIORITY_LOW)
 
 # Largest cache request accepted: 1 TiB in KiB, far beyond any LLC, so that
 # absurd values are rejected by the API rather than by every host.
@@ -49,19 +59,37 @@ MAX_MBPS = 2 ** 32 - 2
 
 @dataclasses.dataclass(frozen=True)
 class ExtraSpec:
-    """Definition of one extra spec: its key, type and allowed range."""
+    """Definition of one extra spec: its key, type and allowed values.
+
+    ``type`` is ``int`` (with ``min`` and optionally ``max``), ``bool``, or
+    ``str`` with the allowed words in ``choices`` (an enumeration).
+    """
 
     key: str
     type: type
     description: str
     min: typing.Optional[int] = None
     max: typing.Optional[int] = None
+    choices: typing.Tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # One definition feeds the API, the scheduler and the hosts: a
+        # malformed one must fail at import, not on the first flavor.
+        if self.type is str and not self.choices:
+            raise ValueError('%s: a str extra spec needs choices' % self.key)
+        if self.type is int and self.min is None:
+            raise ValueError('%s: an int extra spec needs min' % self.key)
+        if self.type not in (int, bool, str):
+            raise ValueError('%s: unsupported type %r' % (self.key,
+                                                          self.type))
 
     @property
     def allowed(self):
         """Human-readable description of the allowed values."""
         if self.type is bool:
             return 'a boolean (true/false, yes/no, 1/0)'
+        if self.type is str:
+            return 'one of %s' % ', '.join(self.choices)
         if self.max is None:
             return 'an integer >= %d' % self.min
         return 'an integer from %d to %d' % (self.min, self.max)
@@ -74,6 +102,14 @@ class ExtraSpec:
             except ValueError:
                 raise exception.InvalidExtraSpec(self.key, value,
                                                  self.allowed)
+        if self.type is str:
+            # Case and surrounding blanks carry no meaning, as for the
+            # booleans; what comes out is always the canonical word.
+            word = str(value).strip().lower()
+            if word not in self.choices:
+                raise exception.InvalidExtraSpec(self.key, value,
+                                                 self.allowed)
+            return word
         try:
             number = int(str(value).strip(), 10)
         except ValueError:
@@ -109,6 +145,15 @@ EXTRA_SPECS = (
     ExtraSpec(RDT_MONITOR, bool, description=(
         'Monitor the LLC occupancy and memory bandwidth of the instance '
         '(CMT/MBM). Defaults to the host setting [rdt] monitoring.')),
+    ExtraSpec(RDT_PRIORITY, str, choices=PRIORITIES, description=(
+        'Protection class of the instance. high: rdt-virt-agent protects '
+        'its memory bandwidth by throttling low instances on the same '
+        'memory bandwidth domain while it is active; low: best effort, '
+        'the agent may throttle it down to a floor, never above its '
+        'hw:mem_bw or hw:mem_bw_mbps cap; normal (the default): never '
+        'touched. high and low need a host with memory bandwidth '
+        'allocation (MBA) and monitoring (MBM), are always monitored, and '
+        'low cannot be combined with a dedicated cache.')),
 )
 BY_KEY = {spec.key: spec for spec in EXTRA_SPECS}
 
@@ -117,7 +162,8 @@ BY_KEY = {spec.key: spec for spec in EXTRA_SPECS}
 class RDTPolicy:
     """The RDT policy of an instance, from its flavor's extra specs.
 
-    Sizes are in KiB; ``monitor`` is None when the flavor does not say.
+    Sizes are in KiB; ``monitor`` is None when the flavor does not say;
+    ``priority`` is one of :data:`PRIORITIES`.
     """
 
     mem_bw: typing.Optional[int] = None
@@ -126,6 +172,7 @@ class RDTPolicy:
     cache_l3_code: typing.Optional[int] = None
     cache_l3_data: typing.Optional[int] = None
     monitor: typing.Optional[bool] = None
+    priority: str = PRIORITY_NORMAL
 
     @property
     def wants_mem_bw(self):
@@ -141,8 +188,27 @@ class RDTPolicy:
         """True when the flavor has no RDT extra spec at all."""
         return self == EMPTY
 
+    @property
+    def classed(self):
+        """True for high and low instances, which the controller acts on.
+
+        Such an instance needs a host that can throttle (MBA) and measure
+        (MBM) memory bandwidth, and is always monitored.
+        """
+        return self.priority != PRIORITY_NORMAL
+
+    @property
+    def is_low(self):
+        return self.priority == PRIORITY_LOW
+
     def monitoring(self, default):
-        """Whether to monitor, given the host's default."""
+        """Whether to monitor, given the host's default.
+
+        High and low instances are always monitored: the controller acts
+        on their measured bandwidth.
+        """
+        if self.classed:
+            return True
         return default if self.monitor is None else self.monitor
 
 
@@ -162,6 +228,22 @@ def _check_combinations(values, extra_specs):
         key = CACHE_L3_CODE if CACHE_L3_CODE in values else CACHE_L3_DATA
         other = CACHE_L3_DATA if key == CACHE_L3_CODE else CACHE_L3_CODE
         conflict(key, other, 'needs %s as well')
+    priority = values.get(RDT_PRIORITY, PRIORITY_NORMAL)
+    if priority != PRIORITY_NORMAL and values.get(RDT_MONITOR) is False:
+        conflict(RDT_PRIORITY, RDT_MONITOR,
+                 'needs monitoring, which %s=false turns off')
+    if priority == PRIORITY_LOW:
+        # A dedicated cache puts the instance's vCPUs in libvirt's own
+        # group, which the controller never touches, so its bandwidth could
+        # not be throttled; and dedicating cache to best-effort work
+        # contradicts the class.
+        for key in (CACHE_L3, CACHE_L3_CODE, CACHE_L3_DATA):
+            if key in values:
+                conflict(RDT_PRIORITY, key,
+                         'low cannot be combined with %s: the controller '
+                         'throttles low instances in rdt-virt\'s groups, '
+                         'and a dedicated cache puts the instance in '
+                         'libvirt\'s')
 
 
 def from_extra_specs(extra_specs):
@@ -185,4 +267,5 @@ def from_extra_specs(extra_specs):
         cache_l3=values.get(CACHE_L3),
         cache_l3_code=values.get(CACHE_L3_CODE),
         cache_l3_data=values.get(CACHE_L3_DATA),
-        monitor=values.get(RDT_MONITOR))
+        monitor=values.get(RDT_MONITOR),
+        priority=values.get(RDT_PRIORITY, PRIORITY_NORMAL))

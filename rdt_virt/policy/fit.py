@@ -37,6 +37,20 @@ to 100:
   keeps one control group per percentage;
 * ``instance``: MBps and AMD values; rdt-virt-agent writes them into the
   instance's own group (libvirt's cache group when there is one).
+
+Protection classes (``hw:rdt_priority``) change two things:
+
+* ``high`` and ``low`` need a host that can throttle (MBA) and measure (MBM)
+  memory bandwidth, and are always monitored; other hosts refuse them like
+  any missing feature.
+* A ``low`` instance's bandwidth belongs to rdt-virt-agent whatever the
+  host's strategy, because its controller moves it between levels: a
+  percentage joins the shared group (``shared``), an MBps or AMD value the
+  agent's own group (``instance``), and without a static cap the instance
+  starts unthrottled in the default group until the controller throttles
+  it. The static cap stays the ceiling of the controller's levels. A low
+  instance never has a cache allocation (the flavor is refused), so it is
+  never in a libvirt group, which the controller does not touch.
 """
 
 import dataclasses
@@ -90,6 +104,8 @@ class Plan:
     mem_bw: typing.Optional[MemBwAllocation] = None
     monitor: bool = False
     strategy: str = rdt_conf.PER_INSTANCE
+    # hw:rdt_priority: 'high', 'normal' or 'low'.
+    priority: str = es.PRIORITY_NORMAL
 
     @property
     def mb_owner(self):
@@ -101,7 +117,12 @@ class Plan:
             return None
         if self.mem_bw.unit != info.UNIT_PERCENT:
             return MB_INSTANCE
-        if self.caches or self.strategy == rdt_conf.PER_INSTANCE:
+        if self.caches:
+            return MB_LIBVIRT
+        # The controller moves a low instance between the agent's shared
+        # groups; libvirt's <memorytune> would pin it to one value.
+        if self.strategy == rdt_conf.PER_INSTANCE and \
+                self.priority != es.PRIORITY_LOW:
             return MB_LIBVIRT
         return MB_SHARED
 
@@ -122,7 +143,8 @@ class Plan:
 
     @property
     def is_empty(self):
-        return not self.caches and self.mem_bw is None and not self.monitor
+        return (not self.caches and self.mem_bw is None and
+                not self.monitor and self.priority == es.PRIORITY_NORMAL)
 
 
 def _round_up(value, step):
@@ -226,6 +248,29 @@ def fit_monitor(policy, caps, default):
     return True
 
 
+def fit_priority(policy, caps):
+    """Check that ``caps`` can serve the protection class of ``policy``.
+
+    The controller measures every high and low instance (MBM) and throttles
+    the low ones (MBA); a host without either cannot keep the promise of
+    the class, so it refuses the instance rather than run it unprotected.
+
+    :returns: the class.
+    :raises: HostCannotServe with the reason.
+    """
+    if not policy.classed:
+        return policy.priority
+    if caps.mb is None:
+        raise exception.HostCannotServe(
+            '%s=%s needs memory bandwidth allocation (MBA), which the host '
+            'does not have' % (es.RDT_PRIORITY, policy.priority))
+    if caps.monitor is None or not caps.monitor.mbm_events:
+        raise exception.HostCannotServe(
+            '%s=%s needs memory bandwidth monitoring (MBM), which the host '
+            'does not have' % (es.RDT_PRIORITY, policy.priority))
+    return policy.priority
+
+
 def fit(policy, caps, strategy=rdt_conf.PER_INSTANCE, monitoring=True):
     """Fit ``policy`` to a host.
 
@@ -236,16 +281,19 @@ def fit(policy, caps, strategy=rdt_conf.PER_INSTANCE, monitoring=True):
     :returns: a :class:`Plan`.
     :raises: HostCannotServe with the reason.
     """
+    priority = fit_priority(policy, caps)
     plan = Plan(caches=fit_caches(policy, caps),
                 mem_bw=fit_mem_bw(policy, caps),
                 monitor=fit_monitor(policy, caps, monitoring),
-                strategy=strategy)
+                strategy=strategy, priority=priority)
     if plan.libvirt_group and caps.mb is not None and \
             caps.mb.min_bandwidth == 0:
         # libvirt reads every group's schemata before it creates one, and
         # refuses an MB line when info/MB/min_bandwidth is 0 (AMD): "Missing
         # or inconsistent resctrl info for memory bandwidth allocation".
+        # Arm MPAM shows the same 0 once its MB control has 8 or more
+        # fraction bits (mbw_max_to_percent(0) in mpam_resctrl.c).
         raise exception.HostCannotServe(
             'libvirt cannot create resctrl groups on a host whose memory '
-            'bandwidth allocation has no minimum (AMD)')
+            'bandwidth allocation has no minimum (AMD, Arm MPAM)')
     return plan

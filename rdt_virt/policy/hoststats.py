@@ -18,6 +18,13 @@ one JSON document under :data:`KEY` holding the capabilities, the free
 capacity, the host's strategy and the measured memory bandwidth, so the
 scheduler can run the same :func:`~rdt_virt.policy.fit.fit` and
 :meth:`~rdt_virt.policy.capacity.Capacity.check` as the compute host.
+
+It also counts the host's high and low instances (``hw:rdt_priority``) per
+memory bandwidth domain (:func:`count_classes`), for RDTWeigher. An
+instance counts on every domain its vCPUs may run on; the driver does not
+narrow an instance to the domains of its NUMA cells, so today every
+instance counts on every domain of the host. Stats without the counts
+(older drivers) read as no classed instance.
 """
 
 import dataclasses
@@ -25,6 +32,7 @@ import json
 import typing
 
 from rdt_virt.policy import capacity as capacity_mod
+from rdt_virt.policy import extra_specs as es
 from rdt_virt.resctrl import info
 
 KEY = 'rdt_virt'
@@ -42,6 +50,55 @@ class HostRDT:
     # Measured memory bandwidth of the host's instances in bytes/s (None
     # when no agent reports it).
     mbw: typing.Optional[float] = None
+    # {memory bandwidth domain id: (high instances, low instances)}.
+    classes: typing.Mapping[int, typing.Tuple[int, int]] = \
+        dataclasses.field(default_factory=dict)
+
+    @property
+    def most_high(self):
+        """High instances on the domain that has the most of them."""
+        return max((high for high, _low in self.classes.values()),
+                   default=0)
+
+    @property
+    def most_low(self):
+        """Low instances on the domain that has the most of them."""
+        return max((low for _high, low in self.classes.values()), default=0)
+
+
+def count_classes(priorities, domain_ids):
+    """High and low instances per memory bandwidth domain.
+
+    :param priorities: the ``hw:rdt_priority`` class of each instance of
+        the host.
+    :param domain_ids: the host's memory bandwidth domains.
+    :returns: ``{domain id: (high, low)}``, empty without classed instances
+        or without MBA.
+    """
+    high = low = 0
+    for priority in priorities:
+        if priority == es.PRIORITY_HIGH:
+            high += 1
+        elif priority == es.PRIORITY_LOW:
+            low += 1
+    if not high and not low:
+        return {}
+    return {dom: (high, low) for dom in domain_ids}
+
+
+def add_instance(classes, priority, domain_ids):
+    """``classes`` with one more instance of ``priority`` on ``domain_ids``.
+
+    The scheduler's estimate between two reports of a host.
+    """
+    if priority not in (es.PRIORITY_HIGH, es.PRIORITY_LOW):
+        return classes
+    out = dict(classes)
+    for dom in domain_ids:
+        high, low = out.get(dom, (0, 0))
+        out[dom] = ((high + 1, low) if priority == es.PRIORITY_HIGH
+                    else (high, low + 1))
+    return out
 
 
 def encode(host):
@@ -66,6 +123,14 @@ def encode(host):
         'monitor': ([caps.monitor.num_rmids, sorted(caps.monitor.features),
                      list(caps.monitor.domain_ids)]
                     if caps.monitor else None),
+        # Package telemetry (Intel AET): its RMIDs bound num_rmids; older
+        # decoders ignore the key and see L3_MON's count.
+        'pkg': ([caps.package_monitor.num_rmids,
+                 sorted(caps.package_monitor.features),
+                 list(caps.package_monitor.domain_ids)]
+                if caps.package_monitor else None),
+        # MPAM: RMIDs are per-CLOSID pools (see info.HostCapabilities).
+        'arch': caps.arch,
         # What the kernel takes off num_closids (32 CLOSIDs before 6.16, the
         # io_alloc CLOSID): headroom is relative to what groups can use.
         'closid_limit': caps.closid_limit,
@@ -76,6 +141,7 @@ def encode(host):
                        for res, doms in cap.free_masks.items()},
         'shared': sorted(cap.shared_groups),
         'mbw': host.mbw,
+        'classes': {str(d): list(c) for d, c in host.classes.items()},
     }
     return {KEY: json.dumps(doc, separators=(',', ':'), sort_keys=True)}
 
@@ -117,6 +183,12 @@ def decode(stats):
             monitor = info.MonitorCapability(
                 num_rmids=rmids, features=frozenset(features),
                 max_threshold_occupancy=None, domain_ids=tuple(doms))
+        package = None
+        if doc.get('pkg'):
+            rmids, features, doms = doc['pkg']
+            package = info.PackageMonitor(
+                num_rmids=rmids, features=frozenset(features),
+                domain_ids=tuple(doms))
         cap = capacity_mod.Capacity(
             free_closids=doc['free_closids'],
             free_rmids=doc['free_rmids'],
@@ -127,8 +199,12 @@ def decode(stats):
             caps=info.HostCapabilities(
                 caches=caches, membw=membw, monitor=monitor,
                 closid_limit=int(doc.get('closid_limit') or 0),
-                io_alloc=bool(doc.get('io_alloc'))),
+                io_alloc=bool(doc.get('io_alloc')),
+                package_monitor=package,
+                arch=doc.get('arch') or info.ARCH_X86),
             capacity=cap, strategy=doc['strategy'],
-            monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'))
+            monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'),
+            classes={int(d): (int(c[0]), int(c[1]))
+                     for d, c in (doc.get('classes') or {}).items()})
     except (ValueError, KeyError, TypeError):
         return None

@@ -48,6 +48,7 @@ from oslo_config import cfg
 from rdt_virt import exception
 from rdt_virt import privsep
 from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import names
 from rdt_virt.resctrl import schemata as schemata_mod
 
 CONF = cfg.CONF
@@ -99,10 +100,7 @@ def _resctrl():
                       osrelease=CONF.rdt.kernel_release_file)
 
 
-def _is_libvirt(name):
-    # Late import keeps the privileged daemon's imports small.
-    from rdt_virt.agent import reconcile
-    return reconcile.is_libvirt_group(name)
+_is_libvirt = names.is_libvirt_group
 
 
 def _name(name):

@@ -64,6 +64,8 @@ ASSIGNED = 'e'
 UNASSIGNED = '_'
 SENTINELS = ('Unavailable', 'Error', 'Unassigned')
 _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
+# Package telemetry domains (Intel AET, 7.0): one per processor package.
+_PKG_DIR = re.compile(r'^mon_PERF_PKG_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
 
 MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
@@ -287,6 +289,23 @@ class Resctrl(object):
         except OSError as e:
             return 'last_cmd_status unreadable: %s' % e.strerror
 
+    def failure_status(self, err):
+        """What explains a failed operation with errno *err*.
+
+        The text of ``info/last_cmd_status``, unless it says ``ok`` or
+        nothing: the kernel wrote no text for this error, or another
+        reader cleared it between the failure and this read (kernels
+        that clear the status at every group file access make that
+        likely). Then the errno's meaning stands in; never ``ok``.
+        """
+        status = self.last_cmd_status()
+        if status in ('', 'ok') or status.startswith(
+                'last_cmd_status unreadable'):
+            meaning = os.strerror(err) if err else 'unknown error'
+            return '%s (info/last_cmd_status: %s)' % (
+                meaning, status or 'empty')
+        return status
+
     def _open_for_write(self, path, data):
         # O_TRUNC is what echo(1) and libvirt use; the kernel ignores it,
         # and a plain file (a test tree) then holds exactly what was written.
@@ -297,7 +316,7 @@ class Resctrl(object):
         except OSError as e:
             raise exception.ResctrlWriteError(
                 path, data, e.errno, os.strerror(e.errno),
-                self.last_cmd_status())
+                self.failure_status(e.errno))
 
     def _write(self, path, data):
         """Write ``data`` in one write(2); errors carry last_cmd_status."""
@@ -307,7 +326,7 @@ class Resctrl(object):
         except OSError as e:
             raise exception.ResctrlWriteError(
                 path, data, e.errno, os.strerror(e.errno),
-                self.last_cmd_status())
+                self.failure_status(e.errno))
         finally:
             os.close(fd)
 
@@ -384,6 +403,16 @@ class Resctrl(object):
         return sorted(int(m.group(1)) for m in map(_MON_DIR.match, names)
                       if m)
 
+    def pkg_domain_ids(self, group=None, mon_group=None):
+        """Ids of the ``mon_data/mon_PERF_PKG_XX`` package domains."""
+        base = self.path(group, mon_group, 'mon_data')
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for m in map(_PKG_DIR.match, names)
+                      if m)
+
     def capabilities(self):
         """Read the host's :class:`~rdt_virt.resctrl.info.HostCapabilities`.
 
@@ -402,7 +431,9 @@ class Resctrl(object):
             mount_options=self.mount_options(),
             mon_domain_ids=(self.mon_domain_ids()
                             if 'L3_MON/num_rmids' in files else ()),
-            kernel_release=self.kernel_release())
+            kernel_release=self.kernel_release(),
+            pkg_domain_ids=(self.pkg_domain_ids()
+                            if 'PERF_PKG_MON/num_rmids' in files else ()))
 
     # Groups ----------------------------------------------------------------
 
@@ -432,7 +463,7 @@ class Resctrl(object):
             raise exception.GroupExists(path=path, group=name,
                                         reason='exists')
         except OSError as e:
-            status = self.last_cmd_status()
+            status = self.failure_status(e.errno)
             if e.errno == errno.ENOSPC:
                 raise exception.NoSpace(path=path, group=name, what=what,
                                         status=status)
@@ -454,7 +485,7 @@ class Resctrl(object):
         except OSError as e:
             raise exception.ResctrlError(
                 path=path, reason='%s: %s' % (os.strerror(e.errno),
-                                              self.last_cmd_status()))
+                                              self.failure_status(e.errno)))
 
     def create_group(self, name, foreign_ok=False):
         """Create control group ``name`` (takes a CLOSID and an RMID).
@@ -488,10 +519,12 @@ class Resctrl(object):
         """Move a monitoring group (and its counters) to ``new_group``.
 
         The kernel moves the group's threads to ``new_group`` as well.
-        Only kernels since 6.5 can: older ones answer EPERM.
+        Only kernels since 6.5 can: older ones answer EPERM, and on Arm
+        MPAM, where an RMID belongs to its CLOSID, the kernel answers
+        EOPNOTSUPP for any new parent.
 
-        :raises: RenameRefused on EPERM; the caller moves the threads and
-            re-creates the group instead.
+        :raises: RenameRefused on EPERM or EOPNOTSUPP; the caller moves
+            the threads and re-creates the group instead.
         """
         self._check_owned(name, foreign_ok)
         src = self.path(group, name)
@@ -505,12 +538,18 @@ class Resctrl(object):
                 raise exception.RenameRefused(
                     path=src, group=name, target=new_group or '/',
                     status=os.strerror(e.errno))
+            if e.errno == errno.EOPNOTSUPP:
+                # Arm MPAM: the RMID is a PMG of the old CLOSID, so
+                # rdtgroup_rename() refuses a new parent, with a status.
+                raise exception.RenameRefused(
+                    path=src, group=name, target=new_group or '/',
+                    status=self.last_cmd_status() or os.strerror(e.errno))
             if e.errno == errno.ENOENT:
                 missing = dst if os.path.isdir(src) else src
                 self._missing(os.path.join(missing, 'tasks'))
             raise exception.ResctrlError(
                 path=src, reason='rename to %s: %s: %s' % (
-                    dst, os.strerror(e.errno), self.last_cmd_status()))
+                    dst, os.strerror(e.errno), self.failure_status(e.errno)))
 
     # Control files ---------------------------------------------------------
 
@@ -573,7 +612,7 @@ class Resctrl(object):
                 except OSError as e:
                     raise exception.ResctrlWriteError(
                         path, data, e.errno, os.strerror(e.errno),
-                        self.last_cmd_status())
+                        self.failure_status(e.errno))
                 moved.append(tid)
         finally:
             os.close(fd)

@@ -49,6 +49,33 @@ it but gives it to every group at mount, so it is read from the root
 group's schemata, rounded up to a power of two in case another tool
 throttled the root.
 
+Arm MPAM (``drivers/resctrl/mpam_resctrl.c``, Linux 7.1) fills the same
+files with other meanings. Its MB resource is a percentage with
+``delay_linear`` 1 and no ``thread_throttle_mode`` file (the throttle mode
+is ``THREAD_THROTTLE_UNDEFINED``, and ``thread_throttle_mode_init()`` in
+``fs/resctrl/rdtgroup.c`` only creates the file for a defined one); its
+``min_bandwidth`` is ``mbw_max_to_percent(0)``, 0 once the hardware has 8 or
+more fraction bits, and its ``bandwidth_gran`` 1. AMD reports
+``delay_linear`` 0 (``__rdt_get_mem_config_amd()``) and an unthrottled root
+value of ``1 << bw_len``, Intel always has a ``thread_throttle_mode``. So
+the unit follows from all of these (:func:`_membw_unit`), not from
+``min_bandwidth`` alone. MPAM's RMIDs are not independent numbers:
+``resctrl_arch_system_num_rmid_idx()`` is PMG count x PARTID count, which is
+what ``info/L3_MON/num_rmids`` shows, but an RMID belongs to one CLOSID
+(``resctrl_arch_rmid_idx_encode()``), and ``alloc_rmid(closid)`` in
+``fs/resctrl/monitor.c`` answers ENOSPC once that CLOSID's PMGs are taken.
+:attr:`HostCapabilities.rmids_per_closid` carries that pool size.
+
+Intel Application Energy Telemetry (Linux 7.0,
+``arch/x86/kernel/cpu/resctrl/intel_aet.c``) adds a second monitoring
+resource, ``PERF_PKG``: ``info/PERF_PKG_MON`` (``num_rmids``,
+``mon_features``) and ``mon_data/mon_PERF_PKG_XX`` per package. On x86
+``resctrl_arch_system_num_rmid_idx()`` is then the minimum of ``num_rmid``
+over every monitoring resource, so the RMIDs a group can get are fewer than
+``info/L3_MON/num_rmids`` says: :attr:`HostCapabilities.num_rmids` is that
+minimum, and :attr:`HostCapabilities.rmid_limit` names the resource that
+sets it.
+
 Domain ids come from the root group's ``schemata``; the bytes per cache way
 from the root group's ``size`` divided by the bits of its mask.
 """
@@ -72,6 +99,10 @@ CACHE_RESOURCES = {
 }
 MEMBW_RESOURCES = ('MB', 'SMBA')
 MONITOR_RESOURCE = 'L3_MON'
+PKG_MONITOR_RESOURCE = 'PERF_PKG_MON'
+
+ARCH_X86 = 'x86'
+ARCH_MPAM = 'mpam'
 
 UNIT_PERCENT = 'percent'
 UNIT_MBPS = 'MBps'
@@ -92,8 +123,10 @@ SMBA = 'SMBA'
 CMT = 'CMT'
 MBM_TOTAL = 'MBM_TOTAL'
 MBM_LOCAL = 'MBM_LOCAL'
+ENERGY = 'ENERGY'
+ACTIVITY = 'ACTIVITY'
 ALL_FEATURES = (L3_CAT, L3_CDP, L2_CAT, L2_CDP, MBA, MBA_MBPS, SMBA, CMT,
-                MBM_TOTAL, MBM_LOCAL)
+                MBM_TOTAL, MBM_LOCAL, ENERGY, ACTIVITY)
 
 LLC_OCCUPANCY = 'llc_occupancy'
 MBM_TOTAL_BYTES = 'mbm_total_bytes'
@@ -102,6 +135,15 @@ _MON_FEATURES = {
     LLC_OCCUPANCY: CMT,
     MBM_TOTAL_BYTES: MBM_TOTAL,
     MBM_LOCAL_BYTES: MBM_LOCAL,
+}
+# Package telemetry events (``mon_event_all[]`` in fs/resctrl/monitor.c):
+# the two of the "energy" event group print decimal fixed point, the seven
+# of the "perf" group integers.
+CORE_ENERGY = 'core_energy'
+ACTIVITY_EVENT = 'activity'
+_PKG_FEATURES = {
+    CORE_ENERGY: ENERGY,
+    ACTIVITY_EVENT: ACTIVITY,
 }
 
 
@@ -196,6 +238,20 @@ class MonitorCapability:
 
 
 @dataclasses.dataclass(frozen=True)
+class PackageMonitor:
+    """Package-scoped telemetry (``PERF_PKG_MON``, Intel AET, 7.0)."""
+
+    num_rmids: int
+    features: typing.FrozenSet[str]
+    # Package ids of the mon_data/mon_PERF_PKG_XX directories.
+    domain_ids: typing.Tuple[int, ...] = ()
+
+    @property
+    def energy(self):
+        return CORE_ENERGY in self.features
+
+
+@dataclasses.dataclass(frozen=True)
 class HostCapabilities:
     """What RDT a host offers, as resctrl (or libvirt) reports it."""
 
@@ -208,6 +264,10 @@ class HostCapabilities:
     closid_limit: int = 0
     # A cache's io_alloc is enabled: the highest CLOSID serves I/O.
     io_alloc: bool = False
+    # Package telemetry (Intel AET), or None.
+    package_monitor: typing.Optional[PackageMonitor] = None
+    # ARCH_X86 or ARCH_MPAM, as the files tell (see _arch()).
+    arch: str = ARCH_X86
 
     @property
     def kernel_closids(self):
@@ -228,7 +288,61 @@ class HostCapabilities:
 
     @property
     def num_rmids(self):
-        return self.monitor.num_rmids if self.monitor else 0
+        """RMIDs groups can get: the smallest monitoring resource's.
+
+        ``resctrl_arch_system_num_rmid_idx()`` on x86 takes the minimum of
+        ``num_rmid`` over every monitoring resource, so with package
+        telemetry a host has fewer than ``info/L3_MON/num_rmids``.
+        """
+        if not self.monitor:
+            return 0
+        counts = [self.monitor.num_rmids]
+        if self.package_monitor and self.package_monitor.num_rmids:
+            counts.append(self.package_monitor.num_rmids)
+        return min(counts)
+
+    @property
+    def rmid_limit(self):
+        """Which pool limits :attr:`num_rmids`, as a short reason."""
+        if not self.monitor:
+            return None
+        pkg = self.package_monitor
+        if pkg and pkg.num_rmids and pkg.num_rmids < self.monitor.num_rmids:
+            return ('PERF_PKG_MON has %d RMIDs, fewer than L3_MON\'s %d: '
+                    'the kernel hands out the smaller number' % (
+                        pkg.num_rmids, self.monitor.num_rmids))
+        if self.rmids_per_closid:
+            return ('MPAM: %d PMGs per CLOSID; an RMID belongs to one '
+                    'control group' % self.rmids_per_closid)
+        return None
+
+    @property
+    def rmids_per_closid(self):
+        """RMIDs of each CLOSID's own pool on MPAM, 0 where independent.
+
+        MPAM's ``num_rmids`` is PMG count x PARTID count (halved with its
+        emulated CDP, as is ``num_closids``), so the PMG count is their
+        ratio. Each control group takes one of its pool for itself.
+        """
+        if self.arch != ARCH_MPAM or not self.monitor:
+            return 0
+        closids = self._partids()
+        if not closids:
+            return 0
+        return max(self.monitor.num_rmids // closids, 1)
+
+    def _partids(self):
+        # The CLOSIDs as the kernel counts them for RMID indexes: with
+        # MPAM every resource reports the same system-wide PARTID count.
+        counts = [r.num_closids for r in self.caches.values()]
+        counts += [r.num_closids for r in self.membw.values()]
+        return min(counts) if counts else 0
+
+    @property
+    def mon_groups_per_closid(self):
+        """Monitoring groups one control group can hold (MPAM), or None."""
+        pool = self.rmids_per_closid
+        return max(pool - 1, 0) if pool else None
 
     @property
     def cdp(self):
@@ -264,11 +378,16 @@ class HostCapabilities:
         if self.monitor:
             found.update(_MON_FEATURES[f] for f in self.monitor.features
                          if f in _MON_FEATURES)
+        if self.package_monitor:
+            found.update(_PKG_FEATURES[f]
+                         for f in self.package_monitor.features
+                         if f in _PKG_FEATURES)
         return frozenset(found)
 
     @property
     def rdt_enabled(self):
-        return bool(self.caches or self.membw or self.monitor)
+        return bool(self.caches or self.membw or self.monitor or
+                    self.package_monitor)
 
 
 def _number(info, path, default=None, base=10):
@@ -325,15 +444,27 @@ def _cache(name, info, root, sizes):
         domain_ids=domain_ids, way_sizes=tuple(way_sizes))
 
 
-def _membw_unit(min_bandwidth, root_values, mount_options):
-    if min_bandwidth == 0:
-        return UNIT_AMD
+def _membw_unit(min_bandwidth, root_values, mount_options,
+                delay_linear=False, throttle_mode=None):
+    """The unit of an MB resource's values, from everything it shows.
+
+    ``min_bandwidth`` 0 is AMD's and MPAM's alike, so on its own it proves
+    nothing. AMD has no delay and says ``delay_linear`` 0; MPAM says 1 and
+    takes percentages up to 100; Intel always has ``thread_throttle_mode``
+    and a ``min_bandwidth`` of 10 or more. AMD's unthrottled root value is
+    ``1 << bw_len`` (2048 so far), MBps's 2^32-1, a percentage's 100.
+    """
     if 'mba_MBps' in mount_options:
         return UNIT_MBPS
-    # A percentage never exceeds 100; the root group holds the default,
-    # which is 2^32-1 under mba_MBps (seen when mountinfo is unavailable).
-    if any(v > MAX_PERCENT for v in root_values):
+    values = list(root_values)
+    if any(v == MAX_MBPS for v in values):
+        # mba_MBps seen without mountinfo (a container, a copied tree).
         return UNIT_MBPS
+    if throttle_mode is None and not delay_linear and min_bandwidth == 0:
+        return UNIT_AMD
+    if any(v > MAX_PERCENT for v in values):
+        # Above any percentage: AMD units if nothing says Intel, else MBps.
+        return UNIT_AMD if throttle_mode is None else UNIT_MBPS
     return UNIT_PERCENT
 
 
@@ -347,14 +478,17 @@ def _membw(name, info, root, mount_options):
     domain_ids = _domain_ids(root, name)
     min_bw = _int(info, name + '/min_bandwidth')
     mode = info.get(name + '/thread_throttle_mode')
-    unit = _membw_unit(min_bw, root[name].values(), mount_options)
+    mode = mode.strip() if mode else None
+    linear = bool(_int(info, name + '/delay_linear', 0))
+    unit = _membw_unit(min_bw, root[name].values(), mount_options,
+                       delay_linear=linear, throttle_mode=mode)
     return MemBwResource(
         name=name,
         num_closids=_int(info, name + '/num_closids'),
         min_bandwidth=min_bw,
         bandwidth_gran=_int(info, name + '/bandwidth_gran', 1) or 1,
-        delay_linear=bool(_int(info, name + '/delay_linear', 0)),
-        thread_throttle_mode=mode.strip() if mode else None,
+        delay_linear=linear,
+        thread_throttle_mode=mode,
         unit=unit,
         domain_ids=domain_ids,
         max_value=_amd_max(root[name].values()) if unit == UNIT_AMD else 0)
@@ -385,8 +519,12 @@ def parse_domain_counts(text, source='num_mbm_cntrs'):
 
 
 def _monitor(info, mon_domain_ids):
+    # With BMEC (6.3+) mon_features also names the info files that
+    # configure an event (rdt_mon_features_show()): they are not events
+    # and have no file under mon_data.
     features = frozenset(
-        info.get(MONITOR_RESOURCE + '/mon_features', '').split())
+        f for f in info.get(MONITOR_RESOURCE + '/mon_features', '').split()
+        if not f.endswith('_config'))
     occupancy = info.get(MONITOR_RESOURCE + '/max_threshold_occupancy')
     mode = parse_assign_mode(info.get(MONITOR_RESOURCE + '/mbm_assign_mode'))
     counters = parse_domain_counts(info.get(
@@ -404,6 +542,46 @@ def _monitor(info, mon_domain_ids):
             MONITOR_RESOURCE + '/mbm_assign_on_mkdir', '0').strip() == '1')
 
 
+def _package_monitor(info, pkg_domain_ids):
+    return PackageMonitor(
+        num_rmids=_int(info, PKG_MONITOR_RESOURCE + '/num_rmids'),
+        features=frozenset(
+            info.get(PKG_MONITOR_RESOURCE + '/mon_features', '').split()),
+        domain_ids=tuple(sorted(pkg_domain_ids)))
+
+
+# info/MB/thread_throttle_mode appeared in 5.10; before, Intel's MB lacks
+# the file too, so its absence says nothing on older kernels.
+_THROTTLE_MODE_SINCE = (5, 10)
+
+
+def _arch(info, membw, caches, version=None):
+    """ARCH_MPAM when the files look like mpam_resctrl.c's, else ARCH_X86.
+
+    MPAM's MB is linear with no throttle mode file, which no x86 MB is
+    (Intel always has the file, AMD is not linear). Without MB, MPAM's
+    caches say every bit is shareable (``mpam_resctrl_control_init()``
+    sets ``shareable_bits`` to the whole mask, since unknown devices use
+    PARTID 0 with all portions) and allow sparse masks, which no Intel or
+    AMD L3 has been seen to report together.
+    """
+    if version is not None and version < _THROTTLE_MODE_SINCE:
+        return ARCH_X86
+    mb = membw.get('MB')
+    if mb is not None:
+        if (mb.delay_linear and mb.thread_throttle_mode is None and
+                mb.unit == UNIT_PERCENT):
+            return ARCH_MPAM
+        return ARCH_X86
+    if PKG_MONITOR_RESOURCE in _resources(info):
+        return ARCH_X86
+    l3 = caches.get('L3') or caches.get('L3CODE')
+    if l3 is not None and l3.sparse_masks and (
+            l3.shareable_bits == l3.cbm_mask):
+        return ARCH_MPAM
+    return ARCH_X86
+
+
 def _io_alloc(info, caches):
     # With CDP both L3CODE and L3DATA show it; either enabled counts.
     return any(info.get(name + '/io_alloc', '').strip() == 'enabled'
@@ -411,7 +589,7 @@ def _io_alloc(info, caches):
 
 
 def parse(info, root_schemata='', root_size='', mount_options=(),
-          mon_domain_ids=(), kernel_release=None):
+          mon_domain_ids=(), kernel_release=None, pkg_domain_ids=()):
     """Build :class:`HostCapabilities` from the contents of resctrl files.
 
     :param info: ``{'L3/cbm_mask': '7ff', 'MB/min_bandwidth': '10', ...}``:
@@ -423,6 +601,8 @@ def parse(info, root_schemata='', root_size='', mount_options=(),
     :param mon_domain_ids: ids of the ``mon_data/mon_L3_XX`` directories.
     :param kernel_release: the text of ``/proc/sys/kernel/osrelease``, or
         None when unknown (then no release-bound limit applies).
+    :param pkg_domain_ids: ids of the ``mon_data/mon_PERF_PKG_XX``
+        directories.
     :raises: InvalidCapabilities when a needed file is missing or garbled,
         InvalidSchemata when the root group's schemata or size is.
     """
@@ -435,7 +615,10 @@ def parse(info, root_schemata='', root_size='', mount_options=(),
              for name in MEMBW_RESOURCES if name in present}
     monitor = (_monitor(info, mon_domain_ids)
                if MONITOR_RESOURCE in present else None)
+    package = (_package_monitor(info, pkg_domain_ids)
+               if PKG_MONITOR_RESOURCE in present else None)
     return HostCapabilities(
         caches=caches, membw=membw, monitor=monitor,
         closid_limit=release_mod.closid_limit(kernel_release),
-        io_alloc=_io_alloc(info, caches))
+        io_alloc=_io_alloc(info, caches), package_monitor=package,
+        arch=_arch(info, membw, caches, release_mod.parse(kernel_release)))

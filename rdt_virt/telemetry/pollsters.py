@@ -24,6 +24,40 @@ meter                      type   unit   value
 ``cpu_l3_cache``           gauge  B      CMT last-level cache occupancy
 =========================  =====  =====  ================================
 
+On hosts with Intel's package telemetry (Application Energy Telemetry,
+Linux 7.0, ``info/PERF_PKG_MON``) three more, which no meter of
+Ceilometer covered before:
+
+======================  ==========  =====  ==================================
+meter                   type        unit   value
+======================  ==========  =====  ==================================
+``cpu.core.power``      gauge       W      power of the instance's CPU cores
+                                           over the agent's last interval
+``cpu.core.energy``     cumulative  J      energy of the instance's CPU cores
+                                           since rdt-virt-agent started
+``cpu.core.activity``   gauge       F/s    switched capacitance per second:
+                                           work done, independent of the
+                                           frequency the cores ran at
+======================  ==========  =====  ==================================
+
+The names follow Ceilometer's instance meters, which name the part of the
+instance first and keep the unit out of the name (``cpu``,
+``memory.usage``, ``memory.bandwidth.total``, ``disk.device.read.bytes``),
+and Kepler's VM metrics (``kepler_vm_cpu_joules_total`` and
+``kepler_vm_cpu_watts`` with a ``zone`` label), whose "cpu" with zone
+"core" is the scope of the kernel's ``core_energy``: the cores only, not
+the L3 cache, memory or I/O. ``power.*`` was not used because Ceilometer's
+``power.state`` is an instance's power state, not watts; energy is
+``cumulative`` like Ceilometer's ``cpu`` (a reader or Gnocchi's rate
+aggregation turns it into power over any period), while ``cpu.core.power``
+is the agent's own rate for those who read one value.
+
+Each sample's metadata carries the instance's rdt-virt group
+(``rdt_group``), its policy (``rdt_policy``), its protection class
+(``rdt_priority``: ``high``, ``normal`` or ``low``) and the level the
+bandwidth controller holds it at (``rdt_level``, null while it is not
+held, in ``rdt_level_unit``: ``percent``, ``MBps`` or ``amd``).
+
 They are registered in the ``ceilometer.poll.compute`` namespace and use
 the ``local_instances`` discovery, so ceilometer-polling on a compute host
 gives them the host's instances. The values come from the state file that
@@ -70,6 +104,7 @@ class _StatePollster(plugin_base.PollsterBase):
 
     sample_name = None
     sample_unit = None
+    sample_type = sample.TYPE_GAUGE
     field = None
 
     def __init__(self, conf):
@@ -91,6 +126,8 @@ class _StatePollster(plugin_base.PollsterBase):
         if doc is None:
             return
         instances = doc.get('instances') or {}
+        part = (doc.get('host') or {}).get('controller')
+        unit = part.get('unit') if isinstance(part, dict) else None
         for instance in resources:
             entry = instances.get(instance.id)
             if not entry:
@@ -102,11 +139,14 @@ class _StatePollster(plugin_base.PollsterBase):
                 continue
             yield util.make_sample_from_instance(
                 self.conf, instance, name=self.sample_name,
-                type=sample.TYPE_GAUGE, unit=self.sample_unit,
+                type=self.sample_type, unit=self.sample_unit,
                 volume=value, resource_id=instance.id,
                 additional_metadata={
                     'rdt_group': entry.get('group'),
-                    'rdt_policy': entry.get('policy') or {}})
+                    'rdt_policy': entry.get('policy') or {},
+                    'rdt_priority': entry.get('priority') or 'normal',
+                    'rdt_level': entry.get('level'),
+                    'rdt_level_unit': unit})
 
 
 class MemoryBandwidthTotalPollster(_StatePollster):
@@ -125,3 +165,22 @@ class CPUL3CachePollster(_StatePollster):
     sample_name = 'cpu_l3_cache'
     sample_unit = 'B'
     field = 'llc_occupancy_bytes'
+
+
+class CPUCorePowerPollster(_StatePollster):
+    sample_name = 'cpu.core.power'
+    sample_unit = 'W'
+    field = 'power_watts'
+
+
+class CPUCoreEnergyPollster(_StatePollster):
+    sample_name = 'cpu.core.energy'
+    sample_unit = 'J'
+    sample_type = sample.TYPE_CUMULATIVE
+    field = 'energy_joules'
+
+
+class CPUCoreActivityPollster(_StatePollster):
+    sample_name = 'cpu.core.activity'
+    sample_unit = 'F/s'
+    field = 'activity_fps'

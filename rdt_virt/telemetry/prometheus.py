@@ -23,13 +23,34 @@ Per instance (labels ``instance_uuid`` and ``group``; ``domain`` too with
 * ``rdt_virt_instance_llc_occupancy_bytes``
 * ``rdt_virt_instance_monitored`` (1 when the instance has values now)
 
-Per host: the same three sums as ``rdt_virt_host_*``, plus
+and on hosts with Intel's package telemetry (Linux 7.0), named like
+Kepler's ``kepler_vm_cpu_watts``/``kepler_vm_cpu_joules_total`` for the
+"core" zone they measure:
+
+* ``rdt_virt_instance_cpu_core_watts`` (gauge)
+* ``rdt_virt_instance_cpu_core_joules_total`` (counter, since the agent
+  started)
+* ``rdt_virt_instance_cpu_core_activity_farads_per_second`` (gauge)
+
+Per host: the same three sums as ``rdt_virt_host_*`` (and
+``rdt_virt_host_cpu_core_watts`` with telemetry), plus
 ``rdt_virt_host_rmids``, ``rdt_virt_host_rmids_used``,
 ``rdt_virt_host_closids``, ``rdt_virt_host_closids_used``,
 ``rdt_virt_host_monitoring_coverage_ratio`` and
 ``rdt_virt_host_monitoring_rotating``; and the agent's own
 ``rdt_virt_agent_ticks_total``, ``rdt_virt_agent_writes_total``,
 ``rdt_virt_agent_errors_total``, ``rdt_virt_agent_tick_cpu_seconds``.
+
+Protection (``hw:rdt_priority`` and the bandwidth controller):
+``rdt_virt_instance_protection_class`` (1, with a ``class`` label),
+``rdt_virt_instance_controller_level`` (the level the controller holds an
+instance at, with a ``unit`` label: ``percent``, ``MBps`` or ``amd``;
+absent while it is not held), ``rdt_virt_instance_controller_throttled``
+(low-priority instances: 1 while held); per memory bandwidth domain
+(``domain`` label) ``rdt_virt_domain_bandwidth_pressure_ratio``,
+``rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second`` (with a
+``source`` label), ``rdt_virt_domain_throttled_instances`` and
+``rdt_virt_domain_active_high_instances``.
 
 Instances without a value are left out of a series rather than reported
 as 0.
@@ -56,6 +77,17 @@ _INSTANCE = (
     ('llc_occupancy_bytes', 'rdt_virt_instance_llc_occupancy_bytes',
      'Last-level cache occupancy (CMT)'),
 )
+# Package telemetry (Intel AET); kept out of rdt_virt_instance_monitored.
+_ENERGY = (
+    ('power_watts', 'rdt_virt_instance_cpu_core_watts',
+     'Power of the instance\'s CPU cores (package telemetry)', False),
+    ('energy_joules', 'rdt_virt_instance_cpu_core_joules',
+     'Energy of the instance\'s CPU cores since the agent started',
+     True),
+    ('activity_fps', 'rdt_virt_instance_cpu_core_activity_farads_per_'
+                     'second', 'Work done per second by the instance\'s '
+                               'cores, independent of frequency', False),
+)
 _HOST = (
     ('mbm_total_bps', 'rdt_virt_host_memory_bandwidth_total_bytes_per_'
                       'second', 'Memory bandwidth of the monitored '
@@ -65,6 +97,8 @@ _HOST = (
                                 'instances'),
     ('llc_occupancy_bytes', 'rdt_virt_host_llc_occupancy_bytes',
      'LLC occupancy of the monitored instances'),
+    ('power_watts', 'rdt_virt_host_cpu_core_watts',
+     'Core power of the monitored instances (package telemetry)'),
     ('rmids_total', 'rdt_virt_host_rmids', 'RMIDs of the host'),
     ('rmids_used', 'rdt_virt_host_rmids_used', 'RMIDs in use'),
     ('closids_total', 'rdt_virt_host_closids', 'Usable CLOSIDs'),
@@ -84,6 +118,18 @@ _HOST = (
      'Free MBM counters on the scarcest domain'),
     ('counter_coverage', 'rdt_virt_host_mbm_counter_coverage_ratio',
      'Share of the monitored instances that have MBM counters now'),
+)
+_DOMAIN = (
+    ('pressure', 'rdt_virt_domain_bandwidth_pressure_ratio',
+     'Measured bandwidth of a memory bandwidth domain over its capacity'),
+    ('capacity_bps', 'rdt_virt_domain_memory_bandwidth_capacity_bytes_per_'
+                     'second',
+     'Capacity the controller assumes for the domain (source: configured, '
+     'firmware or learned)'),
+    ('throttled', 'rdt_virt_domain_throttled_instances',
+     'Low-priority instances the controller holds down on the domain'),
+    ('active_high', 'rdt_virt_domain_active_high_instances',
+     'Active high-priority instances on the domain'),
 )
 LABELS = ['instance_uuid', 'group']
 NAME_LABELS = ['instance_uuid', 'domain', 'group']
@@ -144,6 +190,8 @@ class StateCollector(object):
             monitored.add_metric(labels, 1.0 if has else 0.0)
         yield from families.values()
         yield monitored
+        yield from self._energy(doc, label_names)
+        yield from self._controller(doc, label_names)
         host = doc.get('host') or {}
         for field, name, doc_text in _HOST:
             value = host.get(field)
@@ -164,6 +212,79 @@ class StateCollector(object):
                 yield core.GaugeMetricFamily(
                     'rdt_virt_agent_tick_cpu_seconds',
                     'CPU time of the last tick', value=totals['tick_cpu'])
+
+    def _energy(self, doc, label_names):
+        from prometheus_client import core
+
+        instances = sorted((doc.get('instances') or {}).items())
+        if not any('power_watts' in inst for _u, inst in instances):
+            return
+        for field, name, doc_text, counter in _ENERGY:
+            cls = (core.CounterMetricFamily if counter
+                   else core.GaugeMetricFamily)
+            family = cls(name, doc_text, labels=label_names)
+            for uuid, inst in instances:
+                value = inst.get(field)
+                if value is not None:
+                    family.add_metric(self._labels(uuid, inst),
+                                      float(value))
+            yield family
+
+    def _controller(self, doc, label_names):
+        """Protection classes, levels and the controller's domains."""
+        from prometheus_client import core
+
+        classes = core.GaugeMetricFamily(
+            'rdt_virt_instance_protection_class',
+            '1 for the instance\'s protection class (hw:rdt_priority)',
+            labels=label_names + ['class'])
+        levels = core.GaugeMetricFamily(
+            'rdt_virt_instance_controller_level',
+            'Memory bandwidth level the controller holds the instance at '
+            '(the host\'s MBA unit)', labels=label_names + ['unit'])
+        throttled = core.GaugeMetricFamily(
+            'rdt_virt_instance_controller_throttled',
+            '1 while the controller holds a low-priority instance below '
+            'its static policy', labels=label_names)
+        host = doc.get('host') or {}
+        part = host.get('controller')
+        part = part if isinstance(part, dict) else {}
+        unit = part.get('unit') or ''
+        for uuid, inst in sorted((doc.get('instances') or {}).items()):
+            labels = self._labels(uuid, inst)
+            priority = inst.get('priority') or 'normal'
+            classes.add_metric(labels + [priority], 1.0)
+            level = inst.get('level')
+            if level is not None:
+                levels.add_metric(labels + [unit], float(level))
+            if priority == 'low':
+                throttled.add_metric(labels,
+                                     0.0 if level is None else 1.0)
+        yield classes
+        yield levels
+        yield throttled
+        domains = part.get('domains')
+        if not isinstance(domains, dict):
+            return
+        families = []
+        for field, name, text in _DOMAIN:
+            families.append((field, core.GaugeMetricFamily(
+                name, text, labels=['domain'] + (
+                    ['source'] if field == 'capacity_bps' else []))))
+        for dom, entry in sorted(domains.items()):
+            if not isinstance(entry, dict):
+                continue
+            for field, family in families:
+                value = entry.get(field)
+                if isinstance(value, bool) or not isinstance(
+                        value, (int, float)):
+                    continue
+                labels = [str(dom)]
+                if field == 'capacity_bps':
+                    labels.append(entry.get('capacity_source') or '')
+                family.add_metric(labels, float(value))
+        for _field, family in families:
+            yield family
 
 
 def registry_for(get_doc, get_totals=None, instance_names=False,

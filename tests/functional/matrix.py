@@ -19,9 +19,10 @@ hardware profile). Their defaults come from the environment:
 ``RDT_VIRT_TEST_KERNEL``   kernel of tests without scenarios (default: the
                            newest release)
 ``RDT_VIRT_TEST_KERNELS``  comma-separated kernels of :func:`scenarios`
-                           (default: 6.1, 6.8 and the newest release)
+                           (default: 6.1, 6.8, 6.12 and the newest release)
 ``RDT_VIRT_TEST_HOSTS``    comma-separated hosts of :func:`scenarios`
-                           (default: ``intel,amd``)
+                           (default: ``intel,amd``; ``aet`` and ``mpam``
+                           are the 2026 hosts, see :data:`HOSTS`)
 
 To run a class on the whole matrix, mix in ``testscenarios.WithScenarios``
 and set ``scenarios = matrix.scenarios()``: every test then runs once per
@@ -38,8 +39,14 @@ ENV_KERNEL = 'RDT_VIRT_TEST_KERNEL'
 ENV_KERNELS = 'RDT_VIRT_TEST_KERNELS'
 ENV_HOSTS = 'RDT_VIRT_TEST_HOSTS'
 
-#: Host names of the matrix and the profile that emulates each.
-HOSTS = {'intel': 'reference', 'amd': 'amd'}
+#: Host names of the matrix and the profile that emulates each: ``aet``
+#: is Intel with package telemetry (Linux 7.0+), ``mpam`` Arm MPAM (7.1+).
+HOSTS = {'intel': 'reference', 'amd': 'amd', 'aet': 'aet', 'mpam': 'mpam'}
+#: The hosts a matrix runs unless told otherwise.
+DEFAULT_HOSTS = ('intel', 'amd')
+#: Hosts that exist only from a kernel release on: older kernels of the
+#: matrix are left out for them rather than run on a host without RDT.
+MIN_RELEASE = {'aet': '7.0', 'mpam': '7.1'}
 
 
 def default_kernel():
@@ -53,22 +60,30 @@ def _listed(name, default):
     return items or list(default)
 
 
+def _version(release):
+    return tuple(int(p) for p in release.split('.'))
+
+
 def scenarios(kernel_specs=None, hosts=None):
     """testscenarios scenarios for kernels x hosts.
 
     :param kernel_specs: kernel specs (default: ``RDT_VIRT_TEST_KERNELS``
-        or 6.1, 6.8 and the newest release).
+        or 6.1, 6.8, 6.12 and the newest release).
     :param hosts: names of :data:`HOSTS` or profile names (default:
         ``RDT_VIRT_TEST_HOSTS`` or intel and amd).
     :returns: ``[(name, {'kernel': spec, 'profile': profile}), ...]``.
     """
     kernel_specs = kernel_specs or _listed(ENV_KERNELS,
                                            kernels.MATRIX_RELEASES)
-    hosts = hosts or _listed(ENV_HOSTS, HOSTS)
+    hosts = hosts or _listed(ENV_HOSTS, DEFAULT_HOSTS)
     out = []
     for spec in kernel_specs:
-        spec = kernels.get_kernel(spec).spec
+        kernel = kernels.get_kernel(spec)
+        spec = kernel.spec
         for host in hosts:
+            since = MIN_RELEASE.get(host)
+            if since and _version(kernel.release) < _version(since):
+                continue
             out.append(('%s-%s' % (spec, host),
                         {'kernel': spec, 'profile': HOSTS.get(host, host)}))
     return out

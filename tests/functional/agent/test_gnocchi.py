@@ -244,3 +244,31 @@ class TestGnocchi(GnocchiTestCase):
         for uuid in self.uuids:
             self.assertRaises(exceptions.ResourceNotFound,
                               self.client.resource.get, 'instance', uuid)
+
+
+class TestGnocchiCoreEnergy(GnocchiTestCase):
+    """The cpu.core.* meters of an AET host land on the instances."""
+
+    profile = 'aet'
+    ENERGY = ('cpu.core.power', 'cpu.core.energy', 'cpu.core.activity')
+
+    def test_core_energy_meters_land_on_the_instance_resources(self):
+        from tests.functional.agent import test_energy
+        self.assertEqual(0, definitions.main(
+            ['--base', definitions.ceilometer_default_path(), '--output',
+             self.definitions], out=open(os.devnull, 'w')))
+        test_energy.EnergyMixin.inject_power(self)
+        self.poll_into_gnocchi()
+        for uuid, (w0, w1) in zip(self.uuids, test_energy.WATTS):
+            power = self.measures(uuid, 'cpu.core.power')
+            self.assertTrue(power, 'no cpu.core.power for %s' % uuid)
+            # Over the 2 s the pipeline samples; the 1% accuracy is
+            # test_energy's, with longer intervals.
+            self.assertLess(abs(power[-1][2] - (w0 + w1)), 0.02 * (w0 + w1))
+            self.assertTrue(self.measures(uuid, 'cpu.core.energy'))
+            self.assertTrue(self.measures(uuid, 'cpu.core.activity'))
+        for meter, unit in zip(self.ENERGY, ('W', 'J', 'F/s')):
+            metric = self.client.metric.get(meter,
+                                            resource_id=self.uuids[0])
+            self.assertEqual(unit, metric['unit'])
+        self.assertNotIn('is not handled by Gnocchi', self.logger.output)

@@ -13,11 +13,12 @@
 """The agent on the kernels and hosts operators run.
 
 Every test here runs once per kernel release and host of
-:func:`tests.functional.matrix.scenarios` (6.1, 6.8 and the newest
-release, on the Intel reference host and an AMD host by default), with
-ids such as ``test_x(6.1-amd)``. They cover what differs between
+:func:`tests.functional.matrix.scenarios` (6.1, 6.8, 6.12 and the
+newest release, on the Intel reference host and an AMD host by default),
+with ids such as ``test_x(6.1-amd)``. They cover what differs between
 releases: monitoring-group rename (6.5), thread-id lists (6.7/6.8), MBps
-rounding (the 2024 bw_validate fix), and the rates on AMD hosts. The rest
+rounding (the 2024 bw_validate fix), RMID limbo (6.9), the rates on AMD
+hosts, and the rotation of idle groups that read ``Unavailable``. The rest
 of the agent's functional tests run on the newest release only.
 """
 
@@ -212,6 +213,56 @@ class TestCounterAssignment(KernelTestCase):
                      if u in self.agent.counter_rotation.window}
         self.assertEqual(set(uuids), seen)
         self.assertEqual(0, self.agent.totals['errors'])
+
+
+class _Clock(object):
+    """A monotonic clock that ticks move on, one rotation interval each."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class TestRotationLiveness(testscenarios.WithScenarios, KernelTestCase):
+    """Six idle instances share an MBA group and take turns for 2 RMIDs.
+
+    Their groups never see traffic, so every event file reads Unavailable,
+    as on real 6.1 and 6.12 kernels: a group left to drain must still go,
+    and a leaver's place is taken in the same tick.
+    """
+
+    scenarios = matrix.scenarios()
+
+    def test_every_instance_gets_a_group_and_the_budget_is_used(self):
+        self.flags(rotation_interval=1.0, rmid_budget=2, group='rdt_agent')
+        clock = _Clock()
+        agent = self.new_agent()
+        agent.clock = agent.monitoring.clock = clock
+        agent.sampling.clock = clock
+        self.agent = agent
+        uuids = [self.boot(base.shared(10), vcpus=1, others=0)
+                 for _ in range(6)]
+        group = P + 'mb10'
+        seen, sizes = set(), []
+        for _ in range(12):
+            agent.tick()
+            mons = self.mon_groups(group)
+            sizes.append(len(mons))
+            seen |= {u for u in uuids if P + 'm-' + u in mons}
+            clock.now += 1.0
+        self.assertEqual(set(uuids), seen)
+        # Every tick after the first keeps the whole budget in use.
+        self.assertEqual([2] * 11, sizes[1:])
+        self.assertEqual(2 / 6.0, agent.rotation.coverage)
+        self.assertEqual(0, agent.totals['errors'])
+        doc = agent.sample()
+        idle = [doc['instances'][u] for u in uuids
+                if u in agent.rotation.window]
+        self.assertEqual(['no traffic yet'] * 2,
+                         [i['reason'] for i in idle])
+        self.assertEqual([None] * 2, [i['mbm_total_bps'] for i in idle])
 
 
 class TestRMIDLimbo(KernelTestCase):

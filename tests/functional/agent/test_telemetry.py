@@ -34,6 +34,8 @@ TOTAL = 'mbm_total_bytes'
 LOCAL = 'mbm_local_bytes'
 # Per instance: (domain 0 rate, domain 1 rate), bytes per second.
 RATES = ((3.0e8, 1.0e8), (5.0e7, 2.5e7), (1.2e9, 0.0))
+# Cache occupancy per domain: idle fake threads never give it a value.
+OCCUPANCY = 4 * 65536
 
 
 def counter_path(counters):
@@ -63,6 +65,8 @@ class RatesTestCase(base.AgentTestCase):
                 self.client.set_rate(path, rate, domain=dom, event=TOTAL)
                 self.client.set_rate(path, rate / 2, domain=dom,
                                      event=LOCAL)
+                self.client.set_counter(path, OCCUPANCY, domain=dom,
+                                        event='llc_occupancy')
 
     def sample_after(self, seconds=2.0):
         time.sleep(seconds)
@@ -138,6 +142,26 @@ class TestRates(RatesTestCase):
         self.assertRates(doc, skip=(b,))
         self.client.set_sentinel(path, None, domain=1, event=TOTAL)
         self.assertRates(self.sample_after())
+
+    def test_idle_instance_has_no_traffic_yet(self):
+        # Its group's threads have not run: every file reads Unavailable,
+        # as on real kernels. No rate, no error, and the rest unharmed.
+        idle = self.boot(base.shared(10))
+        self.agent.tick()
+        self.agent.sample()
+        doc = self.sample_after()
+        inst = doc['instances'][idle]
+        self.assertEqual('no traffic yet', inst['reason'])
+        self.assertEqual((None, None, None), (
+            inst['mbm_total_bps'], inst['mbm_local_bps'],
+            inst['llc_occupancy_bytes']))
+        self.assertRates(doc)
+        out = io.StringIO()
+        self.assertEqual(0, cli.main(['--state-file', self.state_file,
+                                      'top', '--once'], out=out))
+        row = [line for line in out.getvalue().splitlines()
+               if idle[:8] in line][0]
+        self.assertIn('no traffic yet', row)
 
     def test_cli_table_from_the_agent(self):
         self.agent.sample()

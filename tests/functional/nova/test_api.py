@@ -28,6 +28,9 @@ INVALID = [
     ('hw:cache_l3_code', '0', 'an integer from 1 to 1073741824'),
     ('hw:cache_l3_data', '1.5', 'an integer from 1 to 1073741824'),
     ('hw:rdt_monitor', 'sometimes', 'a boolean'),
+    ('hw:rdt_priority', 'urgent', 'one of high, normal, low'),
+    ('hw:rdt_priority', 'best-effort', 'one of high, normal, low'),
+    ('hw:rdt_priority', '2', 'one of high, normal, low'),
 ]
 
 VALID = [
@@ -40,6 +43,9 @@ VALID = [
     ('hw:cache_l3_data', '6144'),
     ('hw:rdt_monitor', 'true'),
     ('hw:rdt_monitor', 'False'),
+    ('hw:rdt_priority', 'high'),
+    ('hw:rdt_priority', 'normal'),
+    ('hw:rdt_priority', 'low'),
 ]
 
 

@@ -119,6 +119,30 @@ class FlavorAuditTest(base.RDTServersTestBase):
         self.assertEqual((0, '', '0 flavor(s) to change\n'), self.audit())
         self.assertIn('resources:CUSTOM_RDT_CLOSID', self.specs(good))
 
+    def test_priority_classes(self):
+        self.make('normal', {'hw:rdt_priority': 'normal'})
+        self.make('gold', {'hw:rdt_priority': 'high',
+                           'trait:CUSTOM_RDT_MBA': 'required'})
+        batch = self.make('batch', {'hw:rdt_priority': 'low'})
+        # Each key is valid alone, so the API stores them; together they
+        # are refused everywhere.
+        cached = self.make('cached', {'hw:rdt_priority': 'low',
+                                      'hw:cache_l3': '4096'})
+        rc, out, err = self.audit()
+        self.assertEqual(1, rc, err)
+        self.assertEqual('2 flavor(s) to change\n', err)
+        self.assertEqual(
+            '# batch (id %(batch)s): filter-only, lacks '
+            'trait:CUSTOM_RDT_MBA=required\n'
+            'openstack flavor set --property trait:CUSTOM_RDT_MBA=required '
+            '%(batch)s\n'
+            '# cached (id %(cached)s): invalid RDT extra specs, fix by '
+            'hand: invalid value \'low\' for extra spec hw:rdt_priority: '
+            'low cannot be combined with hw:cache_l3: the controller '
+            'throttles low instances in rdt-virt\'s groups, and a '
+            'dedicated cache puts the instance in libvirt\'s\n'
+            % {'batch': batch, 'cached': cached}, out)
+
     def test_unreachable_cloud(self):
         def connect(cloud=None):
             raise openstack.exceptions.ConfigException('no cloud')

@@ -52,6 +52,35 @@ class TestCLI(base.TestCase):
         self.assertEqual('percent', doc['membw']['MB']['unit'])
         self.assertIn('MBM_TOTAL', doc['features'])
 
+    def _emulated(self, profile):
+        from rdt_virt.emulator import fromtree
+        dest = self.useFixture(fixtures.TempDir()).path
+        fromtree.render(profile, dest)
+        shutil.rmtree(self.root)
+        shutil.copytree(os.path.join(dest, 'resctrl'), self.root)
+
+    def test_capabilities_of_a_host_with_package_telemetry(self):
+        self._emulated('aet')
+        code, text = self.run_cli('capabilities')
+        self.assertEqual(0, code)
+        # L3_MON has 1024, PERF_PKG_MON 576: the kernel hands out 576.
+        self.assertIn('CLOSIDs:    16   RMIDs: 576', text)
+        self.assertIn('telemetry:  activity', text)
+        self.assertIn('PERF_PKG_MON has 576 RMIDs, fewer than L3_MON\'s '
+                      '1024', text)
+        doc = json.loads(self.run_cli('capabilities', '--json')[1])
+        self.assertEqual(1024, doc['monitor']['num_rmids'])
+        self.assertEqual(576, doc['package_monitor']['num_rmids'])
+        self.assertIn('ENERGY', doc['features'])
+
+    def test_capabilities_of_an_mpam_host(self):
+        self._emulated('mpam')
+        doc = json.loads(self.run_cli('capabilities', '--json')[1])
+        self.assertEqual(('mpam', 4, 'percent'), (
+            doc['arch'], doc['rmids_per_closid'],
+            doc['membw']['MB']['unit']))
+        self.assertIn('MPAM: 4 PMGs per CLOSID', ' '.join(doc['notes']))
+
     def test_capabilities_explain_the_closids_the_kernel_takes(self):
         for res in ('L3', 'MB'):
             with open(os.path.join(self.root, 'info', res, 'num_closids'),
@@ -122,14 +151,45 @@ class TestCLI(base.TestCase):
         self.assertEqual(0, code)
         lines = text.splitlines()
         self.assertIn('instances 0', lines[0])
-        self.assertEqual(['INSTANCE', 'UUID', 'GROUP', 'POLICY',
-                          'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]', 'NOTE'],
-                         lines[1].split())
+        self.assertEqual(['INSTANCE', 'UUID', 'GROUP', 'POLICY', 'CLASS',
+                          'LEVEL', 'LLC[KiB]', 'MBL[MB/s]', 'MBT[MB/s]',
+                          'NOTE'], lines[1].split())
         one = lines[2].split()
         self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
-                          'mem_bw=10', '4096', '120.0', '150.0'], one)
+                          'mem_bw=10', 'normal', '-', '4096', '120.0',
+                          '150.0'], one)
         self.assertIn('rotated out', lines[3])
         self.assertTrue(lines[4].startswith('HOST'))
+
+    def test_top_shows_core_power_with_telemetry(self):
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1]['power_watts'] = 3.5
+        doc['host']['power_watts'] = 3.5
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        lines = text.splitlines()
+        self.assertEqual('CORE[W]', lines[1].split()[-2])
+        self.assertEqual(['150.0', '3.5'], lines[2].split()[-2:])
+        self.assertEqual(['-', 'rotated', 'out'], lines[3].split()[-3:])
+        self.assertEqual('3.5', lines[4].split()[-1])
+
+    def test_top_shows_class_level_and_controller(self):
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1].update(priority='low',
+                                                      level=30)
+        doc['host']['controller'] = {'unit': 'percent', 'domains': {
+            '0': {'pressure': 0.91, 'capacity_bps': 1.2e10,
+                  'capacity_source': 'learned', 'throttled': 1,
+                  'active_high': 1, 'reason': 'pressure 0.91 >= high '
+                                              'watermark 0.85'}}}
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        lines = text.splitlines()
+        self.assertEqual('Controller domain 0: pressure 91%, capacity 12.0 '
+                         'GB/s (learned), 1 throttled, 1 active high: '
+                         'pressure 0.91 >= high watermark 0.85', lines[1])
+        self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
+                          'mem_bw=10', 'low', '30%'], lines[3].split()[:6])
 
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())

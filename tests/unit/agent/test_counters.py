@@ -176,7 +176,8 @@ class TestAgent(test_fs.ResctrlTestCase):
     def assign(self, available):
         abmc_info(self.tree, 4, available)
         self.agent.caps = self.rc.capabilities()
-        return self.agent._assign_counters(self.placements, self.snap, 0)
+        return self.agent.monitoring.assign_counters(
+            self.agent.caps, self.placements, self.snap, 0)
 
     def test_counters_given_when_free_and_coverage_reported(self):
         self.assertEqual(2, self.assign(available=2))

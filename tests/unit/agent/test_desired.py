@@ -137,6 +137,31 @@ class TestParse(base.TestCase):
         self.assertTrue(inst.monitor)
         self.assertIsNone(inst.bandwidth)
 
+    def test_priority(self):
+        low = desired.parse(domain(metadata=NOVA + RDT % (
+            '<rdtvirt:membw unit="percent" value="20" requested="15" '
+            'group="shared"/><rdtvirt:monitor enabled="yes"/>'
+            '<rdtvirt:priority class="low"/>')))
+        self.assertEqual('low', low.priority)
+        self.assertEqual(model.BandwidthPolicy('percent', 20, 15,
+                                               model.SHARED), low.bandwidth)
+        high = desired.parse(domain(metadata=NOVA + RDT % (
+            '<rdtvirt:monitor enabled="yes"/>'
+            '<rdtvirt:priority class="high"/>')))
+        self.assertEqual('high', high.priority)
+        self.assertIsNone(high.bandwidth)
+
+    def test_priority_default_is_normal(self):
+        # No rdt-virt element at all, and one without a class.
+        self.assertEqual('normal', desired.parse(domain()).priority)
+        self.assertEqual('normal', desired.parse(domain(
+            metadata=NOVA + RDT % '<rdtvirt:monitor enabled="yes"/>'))
+            .priority)
+
+    def test_unknown_priority_is_refused(self):
+        self.assertRaises(exception.InvalidXML, desired.parse, domain(
+            metadata=NOVA + RDT % '<rdtvirt:priority class="urgent"/>'))
+
     def test_default_monitoring(self):
         self.assertTrue(desired.parse(domain()).monitor)
         self.assertFalse(desired.parse(domain(), default_monitor=False)

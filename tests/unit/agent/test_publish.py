@@ -16,6 +16,7 @@ import os
 
 import fixtures
 
+from rdt_virt.agent import energy
 from rdt_virt.agent import model
 from rdt_virt.agent import publish
 from rdt_virt.agent import rotation
@@ -78,3 +79,26 @@ class TestBuild(base.TestCase):
         doc = publish.build(1.0, 10.0, {}, {}, {})
         self.assertEqual(1.0, doc['host']['coverage'])
         self.assertEqual({}, doc['instances'])
+
+    def test_energy_only_on_telemetry_hosts(self):
+        self.assertNotIn('power_watts', self.doc()['instances'][f.U1])
+        self.assertNotIn('power_watts', self.doc()['host'])
+        instances = {f.U1: f.inst(), f.U2: f.inst(f.U2)}
+        placements = {u: model.Placement(u, None) for u in instances}
+        figures = {f.U1: energy.Energy(3.5, 120.25, 5.46875),
+                   f.U2: energy.Energy(reason='first sample')}
+        doc = publish.build(1.0, 10.0, instances, placements, {},
+                            energy=figures)
+        one, two = doc['instances'][f.U1], doc['instances'][f.U2]
+        self.assertEqual((3.5, 120.25, 5.469), (
+            one['power_watts'], one['energy_joules'], one['activity_fps']))
+        self.assertEqual((None, None), (two['power_watts'],
+                                        two['energy_joules']))
+        self.assertEqual(3.5, doc['host']['power_watts'])
+        # The state file keeps them; a bad number becomes null.
+        doc['instances'][f.U2]['power_watts'] = -1
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 's')
+        state.write(path, doc)
+        back = state.read(path)
+        self.assertEqual(120.25, back['instances'][f.U1]['energy_joules'])
+        self.assertIsNone(back['instances'][f.U2]['power_watts'])

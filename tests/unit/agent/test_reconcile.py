@@ -111,6 +111,23 @@ SCENARIOS = [
         settings=reconcile.Settings(prefix=f.P, default_l3_ways=3),
         expected=[m.WriteSchemata(None, 'L3:0=7;1=7\n'),
                   m.WriteSchemata(MB10, 'L3:0=7;1=7\n')])),
+    ('mpam_pool_of_the_control_group_is_full', dict(
+        # 2 PMGs per CLOSID: MB10 itself and M1 use them; a second
+        # monitoring group would get ENOSPC from alloc_rmid(closid).
+        instances=[f.inst(f.U2, bw=f.shared(10), dom_id=2),
+                   f.inst(bw=f.shared(10))],
+        threads={f.U1: T1, f.U2: T2}, caps=hosts.MPAM,
+        snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10),
+                                {f.M1: [101, 102]})),
+        expected=[_assign(MB10, [201, 202])],
+        reason=reconcile.R_POOL % (MB10, 1))),
+    ('mpam_pool_counts_foreign_monitoring_groups', dict(
+        instances=[f.inst(bw=f.shared(10))], threads={f.U1: T1},
+        caps=hosts.MPAM,
+        snapshot=f.snap(f.group(MB10, [101, 102], f.sch(10),
+                                {'collectd-1': []})),
+        expected=[],
+        reason=reconcile.R_POOL % (MB10, 1))),
     ('per_instance_mbps_own_group_no_mon_group', dict(
         instances=[f.inst(bw=f.mbps(500))], threads={f.U1: T1},
         caps=hosts.MBPS,
@@ -453,6 +470,17 @@ class TestValues(base.TestCase):
         for name in ('rdtvirt-mb10', 'qemu-x-y', 'qemu-', None, '',
                      'qemu-1-a/b'):
             self.assertFalse(reconcile.is_libvirt_group(name), name)
+
+    def test_candidate_parents(self):
+        instances = {f.U1: f.inst(bw=f.shared(10)),
+                     f.U2: f.inst(f.U2, bw=f.shared(10), dom_id=2),
+                     f.U3: f.inst(f.U3, dom_id=3)}
+        self.assertEqual(2, reconcile.candidate_parents(
+            instances, [f.U1, f.U2, f.U3], hosts.MPAM, S))
+        self.assertEqual(1, reconcile.candidate_parents(
+            instances, [f.U3], hosts.MPAM, S))
+        self.assertEqual(0, reconcile.candidate_parents(
+            instances, [], hosts.MPAM, S))
 
     def test_mon_candidates(self):
         instances = {

@@ -38,6 +38,21 @@ class TestBudget(base.TestCase):
     def test_never_negative(self):
         self.assertEqual(0, rotation.rmid_budget(hosts.REFERENCE, -1, 500))
 
+    def test_aet_budget_from_the_smallest_pool(self):
+        # L3_MON says 1024, PERF_PKG_MON 576: the kernel hands out 576, and
+        # 16 of them stay for control groups.
+        self.assertEqual(560, rotation.rmid_budget(hosts.AET))
+        self.assertEqual(557, rotation.rmid_budget(hosts.AET, -1, 3))
+
+    def test_mpam_budget_is_per_control_group(self):
+        # 2 PMGs per CLOSID: each control group holds one monitoring group.
+        self.assertEqual(1, rotation.rmid_budget(hosts.MPAM, parents=1))
+        self.assertEqual(3, rotation.rmid_budget(hosts.MPAM, parents=3))
+        self.assertEqual(2, rotation.rmid_budget(hosts.MPAM, -1, 1,
+                                                 parents=3))
+        # Without knowing the groups: one per CLOSID at most.
+        self.assertEqual(16, rotation.rmid_budget(hosts.MPAM))
+
 
 class TestRotation(base.TestCase):
 
@@ -229,3 +244,43 @@ class TestLimbo(base.TestCase):
         rot.adopt({'u2', 'u3'}, 2, 0)
         self.assertEqual({'u2', 'u3'}, set(rot.update(
             ['u1', 'u2', 'u3'], 2, 0)))
+
+
+class TestSteadyRotation(base.TestCase):
+    """Rotation every tick with a budget of 2 and 6 instances."""
+
+    def run_ticks(self, may_go, ticks=12, spare=10):
+        rot = rotation.Rotation(1)
+        sizes = []
+        held = 0
+        for now in range(ticks):
+            window = rot.update(NAMES[:6], 2, now, held=held, may_go=may_go,
+                                spare=spare)
+            sizes.append(len(window))
+            # What left and cannot go yet holds an RMID next tick.
+            held = 0 if may_go is None or may_go('any') else 1
+        return sizes
+
+    def test_drained_leavers_are_replaced_in_the_same_tick(self):
+        sizes = self.run_ticks(lambda uuid: True)
+        self.assertEqual([2] * 12, sizes)
+
+    def test_without_a_drain_reading_the_leaver_holds_its_rmid(self):
+        # What real 6.12 showed: [2, 1, 1, ...], half the budget.
+        sizes = self.run_ticks(None)
+        self.assertEqual(2, sizes[0])
+        self.assertEqual([1] * 11, sizes[1:])
+
+    def test_no_spare_rmid_no_same_tick_handover(self):
+        # The automatic budget: the removed group's RMID is free only at
+        # the kernel's next limbo check, so its successor waits a tick.
+        sizes = self.run_ticks(lambda uuid: True, spare=0)
+        self.assertEqual([1] * 11, sizes[1:])
+
+    def test_every_instance_gets_its_turn(self):
+        rot = rotation.Rotation(1)
+        seen = set()
+        for now in range(6):
+            seen |= rot.update(NAMES[:6], 2, now, may_go=lambda u: True,
+                               spare=1)
+        self.assertEqual(set(NAMES[:6]), seen)

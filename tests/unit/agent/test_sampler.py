@@ -83,6 +83,32 @@ class TestRateTracker(base.TestCase):
         # on domain 0 plus one second on domain 1.
         self.assertEqual(400 / 2.0 + 300 / 1.0, out[2].mbm_total_bps)
 
+    def test_idle_new_group_has_no_traffic_yet(self):
+        # A new group whose threads have not run reads Unavailable in
+        # every file: no rate, no error, and no kernel word either.
+        idle = reading(0, 'Unavailable', occ='Unavailable')
+        out = self.feed(idle, reading(1, 'Unavailable', occ='Unavailable'))
+        for rates in out:
+            self.assertFalse(rates.has_values)
+            self.assertEqual(sampler.R_NO_TRAFFIC, rates.reason)
+        # Then it runs: a first sample, then rates.
+        out = self.feed(reading(2, 100, occ=64), reading(3, 300, occ=64))
+        self.assertEqual(sampler.R_FIRST, out[0].reason)
+        self.assertEqual(400.0, out[1].mbm_total_bps)
+        # Unavailable after a value is the kernel's error again.
+        rates, = self.feed(reading(4, 'Unavailable', occ=64))
+        self.assertEqual('Unavailable', rates.reason)
+
+    def test_domain_never_run_on_adds_nothing(self):
+        # The instance runs on domain 1 only; domain 0 stays Unavailable.
+        out = self.feed(reading(0, ['Unavailable', 100],
+                                occ=['Unavailable', 4096]),
+                        reading(2, ['Unavailable', 500],
+                                occ=['Unavailable', 4096]))
+        self.assertEqual(4096, out[0].llc_occupancy_bytes)
+        self.assertEqual(200.0, out[1].mbm_total_bps)
+        self.assertIsNone(out[1].reason)
+
     def test_sentinel_on_occupancy(self):
         rates, = self.feed(reading(0, 0, occ=['Error', 5]))
         self.assertIsNone(rates.llc_occupancy_bytes)

@@ -15,6 +15,7 @@
 import dataclasses
 import errno
 
+from rdt_virt.emulator import assign
 from rdt_virt.emulator import profiles
 from tests.unit.emulator import fakes
 
@@ -74,11 +75,10 @@ class AssignTest(fakes.ModelTestCase):
         # Two counters per domain: the default group holds both.
         self.use(_zen5(2))
         self.tree.mkdir('/g1')
+        # Each event stops at its first domain without a counter.
         self.assertEqual(
             'Failed to allocate counter for mbm_total_bytes in domain 0\n'
-            'Failed to allocate counter for mbm_total_bytes in domain 1\n'
-            'Failed to allocate counter for mbm_local_bytes in domain 0\n'
-            'Failed to allocate counter for mbm_local_bytes in domain 1\n',
+            'Failed to allocate counter for mbm_local_bytes in domain 0\n',
             self.status())
         self.assertEqual('mbm_total_bytes:0=_;1=_\n'
                          'mbm_local_bytes:0=_;1=_\n',
@@ -145,19 +145,76 @@ class AssignTest(fakes.ModelTestCase):
         self.write('/info/L3_MON/mbm_assign_mode', 'default\n')
         self.assertEqual('[default]\nmbm_event\n',
                          self.read('/info/L3_MON/mbm_assign_mode'))
-        self.assertEqual('0', self.counter('g1', 0))
+        # No counter is needed any more; the RMID has not run yet.
+        self.assertEqual('Unavailable', self.counter('g1', 0))
         self.assertWriteFails(errno.EINVAL, 'mbm_event mode is not enabled\n',
                               '/g1/mbm_L3_assignments',
                               'mbm_total_bytes:0=e\n')
-        self.assertEqual('mbm_event mode is not enabled\n', self.assertFails(
-            errno.ENOENT, self.read, '/g1/mbm_L3_assignments'))
+        # mbm_L3_assignments_show(): EINVAL with a text, not ENOENT.
+        not_enabled = 'mbm_event counter assignment mode is not enabled\n'
+        self.assertEqual(not_enabled, self.assertFails(
+            errno.EINVAL, self.read, '/g1/mbm_L3_assignments'))
+        self.assertEqual(not_enabled, self.assertFails(
+            errno.EINVAL, self.read, '/info/L3_MON/mbm_assign_on_mkdir'))
+        self.assertWriteFails(errno.EINVAL, not_enabled,
+                              '/info/L3_MON/mbm_assign_on_mkdir', '1\n')
         self.assertWriteFails(errno.EINVAL, 'Unsupported assign mode\n',
                               '/info/L3_MON/mbm_assign_mode', 'abmc\n')
-        # Back to mbm_event: every counter was freed.
+        # Back to mbm_event: every counter was freed, and assignment at
+        # mkdir is on again (resctrl_mbm_assign_mode_write()).
         self.write('/info/L3_MON/mbm_assign_mode', 'mbm_event\n')
         self.assertEqual('0=32;1=32\n',
                          self.read('/info/L3_MON/available_mbm_cntrs'))
         self.assertEqual('Unassigned', self.counter('', 0))
+        self.assertEqual('1\n', self.read('/info/L3_MON/mbm_assign_on_mkdir'))
+
+    def test_assign_on_mkdir_is_kstrtobool(self):
+        for text, value in (('0\n', '0'), ('yes\n', '1'), ('no\n', '0'),
+                            ('True\n', '1'), ('off\n', '0'), ('on\n', '1'),
+                            ('1xyz\n', '1'), ('N', '0')):
+            self.write('/info/L3_MON/mbm_assign_on_mkdir', text)
+            self.assertEqual(value + '\n',
+                             self.read('/info/L3_MON/mbm_assign_on_mkdir'),
+                             text)
+        for text in ('2\n', 'maybe\n', 'o\n', '\n'):
+            self.assertFails(errno.EINVAL, self.write,
+                             '/info/L3_MON/mbm_assign_on_mkdir', text)
+
+
+class AllDomainsTest(fakes.ModelTestCase):
+    """An event assigned to every domain with domain 0 out of counters."""
+
+    def make(self, carry_on):
+        a = assign.Assignments((0, 1), 1, ('mbm_total_bytes',),
+                               carry_on=carry_on)
+        a.assign('other', 'mbm_total_bytes', 0)
+        return a
+
+    def test_mkdir_stops_at_the_first_failing_domain(self):
+        # rdtgroup_assign_cntr_event() (6.18): the event goes no further.
+        a = self.make(False)
+        self.assertEqual(['Failed to allocate counter for mbm_total_bytes '
+                          'in domain 0\n'], a.assign_all('g'))
+        self.assertFalse(a.assigned('g', 'mbm_total_bytes', 1))
+        a = self.make(True)
+        a.assign_all('g')
+        self.assertTrue(a.assigned('g', 'mbm_total_bytes', 1))
+
+    def test_star_stops_at_the_first_failing_domain(self):
+        a = self.make(False)
+        e = self.assertRaises(fakes.kparse.KernelError, a.write_group, 'g',
+                              'mbm_total_bytes:*=e')
+        self.assertEqual(errno.ENOSPC, e.errno)
+        self.assertFalse(a.assigned('g', 'mbm_total_bytes', 1))
+        a = self.make(True)
+        self.assertRaises(fakes.kparse.KernelError, a.write_group, 'g',
+                          'mbm_total_bytes:*=e')
+        self.assertTrue(a.assigned('g', 'mbm_total_bytes', 1))
+
+    def test_kernel_feature(self):
+        self.assertFalse(self.make_model('amd-zen5').assign.carry_on)
+        self.assertTrue(self.make_model(
+            'amd-zen5', kernel='newest+assign_continue').assign.carry_on)
 
 
 class BmecTest(fakes.ModelTestCase):
@@ -224,12 +281,38 @@ class IoAllocTest(fakes.ModelTestCase):
         self.write('/info/L3/io_alloc', '0\n')
         self.tree.mkdir('/g14')
 
-    def test_not_supported_and_older_kernels(self):
-        tree = fakes.tree.ResctrlTree(self.make_model('amd'))
-        self.assertEqual('not supported\n', tree.read('/info/L3/io_alloc'))
+    def test_refused_when_the_closid_is_not_usable(self):
+        # resctrl_io_alloc_closid_supported(): MB with 8 CLOSIDs makes
+        # L3's CLOSID 15 unusable.
+        import dataclasses
+
+        from rdt_virt.emulator import profiles
+        few = dataclasses.replace(
+            profiles.AMD_ZEN5, name='zen5-mb8',
+            mb=dataclasses.replace(profiles.AMD_ZEN5.mb, num_closids=8))
+        tree = fakes.tree.ResctrlTree(self.make_model(few))
         e = self.assertRaises(fakes.kparse.KernelError, tree.write,
                               '/info/L3/io_alloc', b'1\n')
-        self.assertEqual(errno.ENODEV, e.errno)
+        self.assertEqual(errno.EINVAL, e.errno)
+        self.assertEqual('io_alloc CLOSID (ctrl_hw_id) 15 is not available\n',
+                         tree.read('/info/last_cmd_status'))
+        self.assertEqual('disabled\n', tree.read('/info/L3/io_alloc'))
+        # kstrtobool(): "yes" enables, "2" is EINVAL before any check.
+        tree = fakes.tree.ResctrlTree(self.make_model('amd-zen5'))
+        tree.write('/info/L3/io_alloc', b'yes\n')
+        self.assertEqual('enabled\n', tree.read('/info/L3/io_alloc'))
+        e = self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/info/L3/io_alloc', b'2\n')
+        self.assertEqual(errno.EINVAL, e.errno)
+
+    def test_not_supported_and_older_kernels(self):
+        # io_alloc_init(): the files exist only where L3 supports it.
+        tree = fakes.tree.ResctrlTree(self.make_model('amd'))
+        self.assertNotIn('io_alloc', tree.readdir('/info/L3'))
+        self.assertNotIn('io_alloc_cbm', tree.readdir('/info/L3'))
+        e = self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/info/L3/io_alloc', b'1\n')
+        self.assertEqual(errno.ENOENT, e.errno)
         tree = fakes.tree.ResctrlTree(self.make_model('amd-zen5',
                                                       kernel='6.18'))
         self.assertNotIn('io_alloc', tree.readdir('/info/L3'))

@@ -41,8 +41,9 @@ class CliTest(fakes.ModelTestCase):
     def test_profiles(self):
         self.assertEqual(0, self.run_cli('profiles'))
         lines = self.stdout.getvalue().splitlines()
-        self.assertEqual(['amd', 'amd-mb4096', 'amd-zen5', 'cdp', 'l3-cat',
-                          'mba-mbps', 'monitoring', 'reference',
+        self.assertEqual(['aet', 'amd', 'amd-mb4096', 'amd-zen5', 'cdp',
+                          'l3-cat', 'mba-mbps', 'monitoring', 'mpam',
+                          'reference',
                           'reference-no-mba', 'reference-stock', 'snc2',
                           'wide'],
                          [line.split()[0] for line in lines])

@@ -34,9 +34,9 @@ class ControlTest(fakes.ModelTestCase):
     def test_ping_and_status(self):
         pong = self.client.ping()
         self.assertEqual({'pong': True, 'pid': os.getpid(),
-                          'profile': 'reference', 'kernel': '7.0'}, pong)
+                          'profile': 'reference', 'kernel': '7.1'}, pong)
         status = self.client.status()
-        self.assertEqual('7.0', status['kernel'])
+        self.assertEqual('7.1', status['kernel'])
         self.assertIn('mon_rename', status['kernel_features'])
         self.assertEqual(['/', 'g1', 'g1/mon_groups/m1'], status['groups'])
         self.assertEqual([0, 1], status['domains'])

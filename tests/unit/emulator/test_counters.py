@@ -53,7 +53,8 @@ class ModelTest(CounterTestCase):
         self.assertEqual(GIB, self.counter('g1', 1))
         self.assertEqual(units(0.8 * GIB), self.counter('g1', 1,
                                                         'mbm_local_bytes'))
-        self.assertEqual(0, self.counter('g1', 0))
+        # Domain 0 never saw the group's traffic: no value yet.
+        self.assertEqual('Unavailable', self.counter('g1', 0))
         # The throttle applies from the write on, not to the past.
         self.write('/g1/schemata', 'MB:1=10\n')
         self.busy(100, 1.0, cpu=1)
@@ -126,8 +127,14 @@ class ModelTest(CounterTestCase):
         self.assertNotEqual(0, self.counter('g1', 1))
         self.tree.rmdir('/g1')
         self.tree.mkdir('/g1')
-        self.assertEqual(0, self.counter('g1', 1))
-        self.assertEqual(0, self.counter('g1', 1, 'llc_occupancy'))
+        # A new RMID that has not run reads Unavailable, then counts from
+        # zero.
+        self.assertEqual('Unavailable', self.counter('g1', 1))
+        self.assertEqual('Unavailable',
+                         self.counter('g1', 1, 'llc_occupancy'))
+        self.write('/g1/tasks', '100')
+        self.busy(100, 1.0, cpu=1)
+        self.assertEqual(2 * GIB, self.counter('g1', 1))
 
 
 class ProfileModelTest(CounterTestCase):
@@ -161,10 +168,9 @@ class ProfileModelTest(CounterTestCase):
         self.assertEqual('Unavailable', self.counter(m1, 0))
         self.assertEqual('Unavailable', self.counter(m1, 0,
                                                      'mbm_local_bytes'))
-        self.assertEqual(0, self.counter(m1, 1))
-        # The control group still shows its own RMID (0 here: the thread
-        # counts in m1) rather than an error.
-        self.assertEqual(0, self.counter('g1', 0))
+        # Never run on domain 1, and g1's own RMID never ran at all.
+        self.assertEqual('Unavailable', self.counter(m1, 1))
+        self.assertEqual('Unavailable', self.counter('g1', 0))
         self.busy(100, 1.0, cpu=0)
         # Counting again from zero; the kernel, which kept the last raw
         # value, reads the restart as a wrap of the 44-bit counter.
@@ -302,3 +308,24 @@ class HyperthreadTest(CounterTestCase):
         self.assertEqual({}, self.make_model('amd').counters.siblings)
         self.assertEqual({0: (1,), 1: (0,), 2: (3,), 3: (2,)},
                          self.model.counters.siblings)
+
+
+class IdleGroupTest(CounterTestCase):
+
+    def test_new_group_reads_unavailable_until_it_runs(self):
+        # mon_event_count(): a new group "may report -EINVAL/Unavailable
+        # if the monitor hasn't seen any traffic".
+        for event in ('llc_occupancy', 'mbm_total_bytes',
+                      'mbm_local_bytes'):
+            self.assertEqual('Unavailable',
+                             self.counter('g1/mon_groups/m1', 0, event))
+        self.write('/g1/tasks', '100')
+        self.write('/g1/mon_groups/m1/tasks', '100')
+        self.busy(100, 1.0, cpu=0)
+        self.assertEqual(2 * GIB, self.counter('g1/mon_groups/m1', 0))
+        # The control group sums what reads; its own RMID never ran.
+        self.assertEqual(2 * GIB, self.counter('g1', 0))
+        self.assertEqual('Unavailable', self.counter('g1/mon_groups/m1', 1))
+
+    def test_default_group_has_run(self):
+        self.assertIsInstance(self.counter('', 0, 'llc_occupancy'), int)

@@ -23,7 +23,8 @@ from tests import base
 from tests.unit.emulator import fakes
 
 FIELDS = ('vendor', 'domains', 'l3', 'mb', 'smba', 'mon', 'cdp',
-          'mba_mbps', 'geometry', 'cpu', 'cmdline', 'snc_ways')
+          'mba_mbps', 'geometry', 'cpu', 'cmdline', 'snc_ways', 'telemetry',
+          'arch')
 
 
 class RoundTripTest(base.TestCase):
@@ -50,6 +51,20 @@ class RoundTripTest(base.TestCase):
         self.assertEqual('old-zen5', loaded.name)
         self.assertTrue(loaded.l3.sparse_masks)       # AMD always has them
         self.assertIsNone(loaded.mon.num_mbm_cntrs)
+
+    def test_writable_values_served_as_captured(self):
+        path = self.tmp()
+        fromtree.render('amd', path)
+        name = os.path.join(path, 'resctrl', 'info', 'L3_MON',
+                            'max_threshold_occupancy')
+        for captured in ('4096', '229376'):
+            with open(name, 'w') as f:
+                f.write(captured + '\n')
+            loaded = fromtree.load(path)
+            model = fakes.model.ResctrlModel(loaded, fakes.FakeThreads())
+            tree = fakes.tree.ResctrlTree(model)
+            self.assertEqual(captured + '\n', tree.read(
+                '/info/L3_MON/max_threshold_occupancy'))
 
     def test_not_a_capture(self):
         self.assertRaises(fromtree.TreeError, fromtree.load, self.tmp())

@@ -53,7 +53,9 @@ class LayoutTest(fakes.ModelTestCase):
 
     def test_modes_and_owners(self):
         self.tree.mkdir('/g1', 0o750, ctx=fakes.tree.Context(1000, 100, 5))
-        cases = [('/', 0o40755), ('/info', 0o40755), ('/info/L3', 0o40755),
+        # kernfs: the root is 0555 and info inherits it.
+        cases = [('/', 0o40555), ('/info', 0o40555), ('/info/L3', 0o40555),
+                 ('/mon_data', 0o40555), ('/mon_groups', 0o40555),
                  ('/info/last_cmd_status', 0o100444),
                  ('/info/L3_MON/max_threshold_occupancy', 0o100644),
                  ('/info/MB/min_bandwidth', 0o100444),
@@ -175,8 +177,8 @@ class MkdirTest(fakes.ModelTestCase):
             ('/g1', errno.EEXIST),
             ('/tasks', errno.EEXIST),
             ('/info', errno.EEXIST),
-            ('/info/x', errno.ENODEV),
-            ('/info/L3/x', errno.ENODEV),
+            ('/info/x', errno.EPERM),
+            ('/info/L3/x', errno.EPERM),
             ('/bad\nname', errno.EINVAL),
             ('/g1/x', errno.EPERM),
             ('/g1/mon_data/x', errno.EPERM),

@@ -37,7 +37,10 @@ class SpecTest(base.TestCase):
                           'sparse_masks'},
                          kernels.get_kernel('6.8').features)
         newest = kernels.get_kernel()
-        self.assertEqual('7.0', newest.spec)
+        self.assertEqual('7.1', newest.spec)
+        self.assertTrue(newest.has('mpam'))
+        self.assertTrue(kernels.get_kernel('7.0').has('perf_pkg'))
+        self.assertFalse(kernels.get_kernel('7.0').has('mpam'))
         self.assertEqual(newest, kernels.get_kernel('newest'))
         self.assertTrue(newest.has('closid_bitmap'))
         self.assertFalse(newest.has('mkdir_clear_status'))
@@ -264,3 +267,61 @@ class InfoFilesTest(fakes.ModelTestCase):
             tree.mkdir('/g1')
             tree.write('/g1/schemata', b'MB:0=10\n')
             self.assertIn(line, tree.read('/g1/schemata'), spec)
+
+
+class SecondRoundTest(fakes.ModelTestCase):
+    """Behaviours checked against the kernel's source in the second round."""
+
+    def test_6_12_is_a_release(self):
+        self.assertEqual(
+            kernels.release_features('6.8') | {
+                'limbo_always', 'rmid_after_closid', 'snc', 'bw_validate'},
+            kernels.get_kernel('6.12').features)
+        self.assertIn('6.12', kernels.MATRIX_RELEASES)
+
+    def test_bmec_files_in_mon_features(self):
+        # rdt_mon_features_show(): a configurable event is followed by
+        # its _config file (BMEC, 6.3).
+        self.assertEqual('6.3', kernels.FEATURES['bmec'].release)
+        tree = fakes.tree.ResctrlTree(self.make_model('amd',
+                                                      kernel='6.1+bmec'))
+        self.assertEqual('llc_occupancy\nmbm_total_bytes\n'
+                         'mbm_total_bytes_config\nmbm_local_bytes\n'
+                         'mbm_local_bytes_config\n',
+                         tree.read('/info/L3_MON/mon_features'))
+        self.assertIn('mbm_total_bytes_config',
+                      tree.readdir('/info/L3_MON'))
+        tree = fakes.tree.ResctrlTree(self.make_model('amd', kernel='6.1'))
+        self.assertEqual('llc_occupancy\nmbm_total_bytes\n'
+                         'mbm_local_bytes\n',
+                         tree.read('/info/L3_MON/mon_features'))
+
+    def test_bmec_files_hidden_in_mbm_event_mode(self):
+        tree = fakes.tree.ResctrlTree(self.make_model('amd-zen5'))
+        self.assertNotIn('_config', tree.read('/info/L3_MON/mon_features'))
+        tree.write('/info/L3_MON/mbm_assign_mode', b'default\n')
+        self.assertIn('mbm_total_bytes_config\n',
+                      tree.read('/info/L3_MON/mon_features'))
+
+    def test_status_cleared_at_group_file_access(self):
+        missing = 'Missing \'=\' or non-numeric domain\n'
+        for spec, after in (('newest', missing),
+                            ('newest+status_on_access', 'ok\n')):
+            tree = fakes.tree.ResctrlTree(self.make_model('reference',
+                                                          kernel=spec))
+            tree.mkdir('/g1')
+            self.assertRaises(fakes.kparse.KernelError, tree.write,
+                              '/g1/schemata', b'L3:x\n')
+            tree.read('/tasks')
+            self.assertEqual(after, tree.read('/info/last_cmd_status'), spec)
+
+    def test_assign_mode_on_every_l3_mon_since_6_18(self):
+        cmt_only = dataclasses.replace(
+            profiles.REFERENCE, name='cmt-only', mon=dataclasses.replace(
+                profiles.REFERENCE.mon, events=('llc_occupancy',)))
+        tree = fakes.tree.ResctrlTree(self.make_model(cmt_only))
+        self.assertEqual('[default]\n',
+                         tree.read('/info/L3_MON/mbm_assign_mode'))
+        tree = fakes.tree.ResctrlTree(self.make_model(cmt_only,
+                                                      kernel='6.12'))
+        self.assertNotIn('mbm_assign_mode', tree.readdir('/info/L3_MON'))

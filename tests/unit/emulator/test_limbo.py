@@ -139,3 +139,64 @@ class FreeFirstTest(fakes.ModelTestCase):
         self.clock.advance(1.0)
         tree.mkdir('/mon_groups/d')
         self.assertEqual(a, model.find('mon_groups/d').rmid)
+
+
+class KernelLimboTest(fakes.ModelTestCase):
+    """__check_limbo() and add_rmid_to_limbo() as the kernel has them."""
+
+    def one_domain(self, kernel):
+        model = self.make_model(_rmids(3), kernel=kernel, online_cpus=(0,))
+        tree = fakes.tree.ResctrlTree(model)
+        tree.mkdir('/g1')
+        tree.mkdir('/g1/mon_groups/m1')
+        return model, tree
+
+    def test_dirty_at_the_threshold(self):
+        # rmid_dirty = (val >= threshold): a threshold of 0 frees nothing.
+        model, tree = self.one_domain('newest')
+        tree.write('/info/L3_MON/max_threshold_occupancy', b'0\n')
+        rmid = model.find('g1/mon_groups/m1').rmid
+        tree.rmdir('/g1/mon_groups/m1')
+        model.set_limbo_occupancy(rmid, 0)
+        self.clock.advance(30.0)
+        self.assertFails(errno.EBUSY, tree.mkdir, '/g1/mon_groups/x')
+        tree.write('/info/L3_MON/max_threshold_occupancy', b'65536\n')
+        self.clock.advance(1.0)
+        tree.mkdir('/g1/mon_groups/x')
+
+    def test_unreadable_occupancy_never_drains(self):
+        model, tree = self.one_domain('newest')
+        rmid = model.find('g1/mon_groups/m1').rmid
+        tree.rmdir('/g1/mon_groups/m1')
+        model.set_limbo_occupancy(rmid, 'Unavailable')
+        self.clock.advance(60.0)
+        self.assertFails(errno.EBUSY, tree.mkdir, '/g1/mon_groups/x')
+        self.assertEqual({0: None},
+                         model.limbo()['limbo'][0]['occupancy'])
+
+    def test_idle_rmid_free_at_once_before_6_9(self):
+        # add_rmid_to_limbo() read the local domain: Unavailable (the
+        # group never ran) left it clean, so the RMID was free at once.
+        model, tree = self.one_domain('6.8')
+        tree.rmdir('/g1/mon_groups/m1')
+        self.assertEqual([], model.limbo()['limbo'])
+        tree.mkdir('/g1/mon_groups/x')
+
+    def test_idle_rmid_in_limbo_since_6_9(self):
+        model, tree = self.one_domain('6.12')
+        tree.rmdir('/g1/mon_groups/m1')
+        self.assertEqual(1, len(model.limbo()['limbo']))
+        self.assertFails(errno.EBUSY, tree.mkdir, '/g1/mon_groups/x')
+
+    def test_busy_rmid_in_limbo_before_6_9(self):
+        model, tree = self.one_domain('6.8')
+        self.write_tasks(model, tree)
+        tree.rmdir('/g1/mon_groups/m1')
+        self.assertEqual(1, len(model.limbo()['limbo']))
+
+    def write_tasks(self, model, tree):
+        tree.write('/g1/tasks', b'100\n')
+        tree.write('/g1/mon_groups/m1/tasks', b'100\n')
+        self.threads.run(100, 1.0, cpu=0)
+        self.clock.advance(1.0)
+        model.refresh()

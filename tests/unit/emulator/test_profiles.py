@@ -31,6 +31,8 @@ class ProfileTest(base.TestCase):
         'l3-cat': (('L3',), 16, 6, (), None),
         'wide': (('L3',), 64, 6, (), 192),
         'monitoring': ((), 0, 0, (), 192),
+        'aet': (('MB', 'L3'), 16, 6, (), 1024),
+        'mpam': (('MB', 'L3'), 64, 6, (), 256),
     }
 
     def test_profiles(self):

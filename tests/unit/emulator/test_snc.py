@@ -54,7 +54,7 @@ class SncTest(fakes.ModelTestCase):
                          self.read(base + 'mon_sub_L3_01/mbm_total_bytes'))
         self.assertEqual('%d\n' % (2 * GIB),
                          self.read(base + 'mbm_total_bytes'))
-        self.assertEqual('0\n', self.read(
+        self.assertEqual('Unavailable\n', self.read(
             '/g1/mon_data/mon_L3_01/mon_sub_L3_02/mbm_total_bytes'))
 
     def test_only_on_the_models_the_kernel_knows(self):

@@ -312,7 +312,32 @@ class TestMetadata(xmlassert.XMLTestCase):
               <rdtvirt:monitor enabled="yes"/>
             </rdtvirt:rdt>""" % NS),
         (RM(), '<rdtvirt:rdt xmlns:rdtvirt="%s" version="1"/>' % NS),
+        (RM(MB('percent', 20, 'shared', requested=15), monitor=True,
+            priority='low'),
+         """<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">
+              <rdtvirt:membw unit="percent" value="20" requested="15"
+                             group="shared"/>
+              <rdtvirt:monitor enabled="yes"/>
+              <rdtvirt:priority class="low"/>
+            </rdtvirt:rdt>""" % NS),
+        (RM(monitor=True, priority='high'),
+         """<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">
+              <rdtvirt:monitor enabled="yes"/>
+              <rdtvirt:priority class="high"/>
+            </rdtvirt:rdt>""" % NS),
+        # normal is the default, never written.
+        (RM(monitor=True, priority='normal'),
+         """<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">
+              <rdtvirt:monitor enabled="yes"/>
+            </rdtvirt:rdt>""" % NS),
     ]
+
+    def test_priority_default_and_explicit_normal(self):
+        self.assertEqual('normal', RM.from_xml(
+            '<rdtvirt:rdt xmlns:rdtvirt="%s" version="1"/>' % NS).priority)
+        self.assertEqual('normal', RM.from_xml(
+            '<rdtvirt:rdt xmlns:rdtvirt="%s" version="1"><rdtvirt:priority '
+            'class="normal"/></rdtvirt:rdt>' % NS).priority)
 
     def test_round_trip(self):
         for obj, literal in self.TABLE:
@@ -359,6 +384,14 @@ class TestMetadata(xmlassert.XMLTestCase):
         ('<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">'
          '<rdtvirt:monitor enabled="yes"/><rdtvirt:monitor enabled="no"/>'
          '</rdtvirt:rdt>' % NS, 'may appear once'),
+        ('<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">'
+         '<rdtvirt:priority class="low"/><rdtvirt:priority class="low"/>'
+         '</rdtvirt:rdt>' % NS, 'may appear once'),
+        # An unknown class is refused, not read as normal.
+        ('<rdtvirt:rdt xmlns:rdtvirt="%s" version="1"><rdtvirt:priority '
+         'class="urgent"/></rdtvirt:rdt>' % NS, 'priority must be one of'),
+        ('<rdtvirt:rdt xmlns:rdtvirt="%s" version="1"><rdtvirt:priority/>'
+         '</rdtvirt:rdt>' % NS, 'lacks attribute class'),
     ]
 
     def test_bad(self):
@@ -370,5 +403,7 @@ class TestMetadata(xmlassert.XMLTestCase):
         for make in [lambda: MB('percent', 10, 'shared', requested=0),
                      lambda: MB('percent', '10', 'shared'),
                      lambda: RM(membw={'unit': 'percent'}),
-                     lambda: RM(monitor='yes')]:
+                     lambda: RM(monitor='yes'),
+                     lambda: RM(priority='High'),
+                     lambda: RM(priority=None)]:
             self.assertRaises(exception.InvalidXML, make)

@@ -93,6 +93,36 @@ class TestElements(base.TestCase):
             '<rdtvirt:monitor enabled="yes"/></rdtvirt:rdt>' % NS),
             tostring(result.metadata))
 
+    def test_priority_low_goes_to_the_shared_group(self):
+        # A low instance's percentage is the agent's to move, even on a
+        # per-instance host: no <memorytune>, the class in the metadata.
+        result = elements(mem_bw=15, priority='low', monitoring=False)
+        self.assertEqual([], result.cputune)
+        self.assertEqual(compact(
+            '<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">'
+            '<rdtvirt:membw unit="percent" value="20" requested="15" '
+            'group="shared"/><rdtvirt:monitor enabled="yes"/>'
+            '<rdtvirt:priority class="low"/></rdtvirt:rdt>' % NS),
+            tostring(result.metadata))
+
+    def test_priority_without_a_cap(self):
+        result = xml.for_flavor({'hw:rdt_priority': 'high'}, 2,
+                                fakes.REFERENCE)
+        self.assertEqual([], result.cputune)
+        self.assertEqual(compact(
+            '<rdtvirt:rdt xmlns:rdtvirt="%s" version="1">'
+            '<rdtvirt:monitor enabled="yes"/>'
+            '<rdtvirt:priority class="high"/></rdtvirt:rdt>' % NS),
+            tostring(result.metadata))
+        # normal writes nothing at all, like a flavor without the key.
+        self.assertIs(xml.NOTHING, xml.for_flavor(
+            {'hw:rdt_priority': 'normal'}, 2, fakes.REFERENCE))
+
+    def test_priority_high_keeps_libvirt_memorytune(self):
+        result = elements(mem_bw=10, priority='high')
+        self.assertEqual(['memorytune'], [e.tag for e in result.cputune])
+        self.assertIn('class="high"', tostring(result.metadata))
+
     def test_for_flavor(self):
         self.assertIs(xml.NOTHING, xml.for_flavor({'hw:cpu_policy': 'x'}, 2,
                                                   fakes.REFERENCE))

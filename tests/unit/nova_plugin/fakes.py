@@ -48,12 +48,15 @@ def fresh_capacity(caps, free_ways=0x7f0, closids=None, rmids=None,
 
 
 def stats(caps=REFERENCE, strategy='per-instance', monitoring=True,
-          mbw=None, **capacity_kw):
-    """Compute node stats as the driver reports them (all strings)."""
+          mbw=None, classes=None, **capacity_kw):
+    """Compute node stats as the driver reports them (all strings).
+
+    :param classes: ``{domain id: (high, low)}`` instances of each class.
+    """
     rdt = hoststats.HostRDT(caps=caps,
                             capacity=fresh_capacity(caps, **capacity_kw),
                             strategy=strategy, monitoring=monitoring,
-                            mbw=mbw)
+                            mbw=mbw, classes=classes or {})
     result = {'num_instances': '3', 'failed_builds': '0'}
     result.update(hoststats.encode(rdt))
     return result

@@ -156,7 +156,7 @@ class TestAvailable(base.TestCase):
     def test_consume_without_ways_zeroes_the_domain(self):
         free = dataclasses.replace(
             self.free, free_masks={'L3': {0: 0b1, 1: 0xff}})
-        left = claims.consume(free, plan(cache_l3=4096))
+        left = capacity.consume(free, plan(cache_l3=4096))
         self.assertEqual(0, left.free_masks['L3'][0])
         self.assertEqual(0xff & ~0b11, left.free_masks['L3'][1])
 

@@ -175,6 +175,30 @@ class TestSpawn(DriverTestCase):
         self.assertIn('needs resctrl mounted with mba_MBps',
                       e.format_message())
 
+    def test_priority_class_needs_mbm(self):
+        with open(os.path.join(self.root, 'info', 'L3_MON', 'mon_features'),
+                  'w') as f:
+            f.write('llc_occupancy\n')
+        self.drv._rdt_state(refresh=True)
+        for priority in ('high', 'low'):
+            e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                                  self.drv.spawn, None,
+                                  instance(0, {'hw:rdt_priority': priority}))
+            self.assertIn('hw:rdt_priority=%s needs memory bandwidth '
+                          'monitoring (MBM)' % priority, e.format_message())
+        self.super_spawn.assert_not_called()
+        self.assertEqual([], self.claimed())
+
+    def test_priority_class_needs_mba(self):
+        shutil.rmtree(self.root)
+        shutil.copytree(os.path.join(TREES, 'monitoring'), self.root)
+        self.drv._rdt_state(refresh=True)
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              self.drv.spawn, None,
+                              instance(0, {'hw:rdt_priority': 'low'}))
+        self.assertIn('hw:rdt_priority=low needs memory bandwidth '
+                      'allocation (MBA)', e.format_message())
+
     def test_invalid_extra_specs(self):
         e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
                               self.drv.spawn, None,
@@ -423,6 +447,28 @@ class TestReporting(DriverTestCase):
         # Two free ways on cache 0 went to the instance.
         self.assertEqual({0: 0, 1: 0xc}, rdt.capacity.free_masks['L3'])
         self.assertEqual('per-instance', rdt.strategy)
+
+    def test_stats_count_the_classes(self):
+        for n, specs in enumerate([{'hw:rdt_priority': 'high'},
+                                   {'hw:rdt_priority': 'low'},
+                                   {'hw:rdt_priority': 'low',
+                                    'hw:mem_bw': '20'},
+                                   {'hw:mem_bw': '10'}]):
+            inst = instance(n, specs)
+            self.drv.spawn(None, inst)
+            self.domains.append(FakeDomain(inst, specs))
+        rdt = hoststats.decode(
+            self.drv.get_available_resource('node')['stats'])
+        # Both memory bandwidth domains of the reference host.
+        self.assertEqual({0: (1, 2), 1: (1, 2)}, rdt.classes)
+        # A low instance's percentage is in the agent's shared group.
+        self.assertEqual(20, self.drv._rdt_claims.get(UUIDS[2]).plan
+                         .shared_value)
+        del self.domains[0]
+        self.drv.cleanup(None, instance(0), None)
+        rdt = hoststats.decode(
+            self.drv.get_available_resource('node')['stats'])
+        self.assertEqual({0: (0, 2), 1: (0, 2)}, rdt.classes)
 
     def test_traits(self):
         tree = provider_tree.ProviderTree()

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 from unittest import mock
 
 from nova import exception
@@ -17,6 +18,7 @@ from nova import exception
 from nova_plugin.scheduler import filters
 from nova_plugin.scheduler import state
 from rdt_virt.policy import hoststats
+from rdt_virt.resctrl import info
 from tests import base
 from tests.unit.nova_plugin import fakes
 
@@ -76,6 +78,45 @@ class TestRDTFilter(base.TestCase):
         for caps, specs, expected in cases:
             self.assertEqual(expected, self.passes(fakes.stats(caps), specs),
                              (caps, specs))
+
+    def test_priority_classes_need_mba_and_mbm(self):
+        no_mbm = info.HostCapabilities(
+            caches=fakes.REFERENCE.caches, membw=fakes.REFERENCE.membw,
+            monitor=dataclasses.replace(
+                fakes.REFERENCE.monitor,
+                features=frozenset((info.LLC_OCCUPANCY,))))
+        no_mba = info.HostCapabilities(caches=fakes.REFERENCE.caches,
+                                       monitor=fakes.REFERENCE.monitor)
+        cases = [
+            (fakes.REFERENCE, True),
+            (fakes.MBPS, True),
+            (fakes.AMD, True),
+            (no_mbm, False),
+            (no_mba, False),
+            (fakes.L3_CAT, False),
+            (fakes.NONE, False),
+        ]
+        for priority in ('high', 'low'):
+            for caps, expected in cases:
+                self.assertEqual(expected, self.passes(
+                    fakes.stats(caps), {'hw:rdt_priority': priority}),
+                    (caps, priority))
+        # normal asks nothing of a host, like a flavor without the key.
+        with mock.patch.object(hoststats, 'decode') as decode:
+            self.assertTrue(self.passes(None, {'hw:rdt_priority': 'normal'}))
+        decode.assert_not_called()
+        # Low with a dedicated cache is refused everywhere.
+        self.assertFalse(self.passes(fakes.stats(), {
+            'hw:rdt_priority': 'low', 'hw:cache_l3': '1024'}))
+        self.assertTrue(self.passes(fakes.stats(), {
+            'hw:rdt_priority': 'high', 'hw:cache_l3': '1024'}))
+
+    def test_refusing_a_class_names_the_key(self):
+        no_mba = fakes.host_state('no-mba', fakes.stats(fakes.L3_CAT))
+        e = self.assertRaises(exception.NoValidHost, self.filt.filter_all,
+                              [no_mba],
+                              fakes.request_spec({'hw:rdt_priority': 'low'}))
+        self.assertIn('(hw:rdt_priority=low)', str(e))
 
     def test_closid_capacity(self):
         specs = {'hw:mem_bw': '10'}

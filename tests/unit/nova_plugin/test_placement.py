@@ -81,6 +81,15 @@ class TestUpdateInventory(base.TestCase):
         inv = self.update(caps=io, free=14)['CUSTOM_RDT_CLOSID']
         self.assertEqual((16, 2), (inv['total'], inv['reserved']))
 
+    def test_closids_without_an_rmid_are_reserved(self):
+        # 8 CLOSIDs, 7 free, but only 3 RMIDs left (other tools' monitoring
+        # groups): a control group needs one of each, so 4 are reserved.
+        capacity = fakes.fresh_capacity(fakes.REFERENCE, closids=7, rmids=3)
+        placement.update_inventory(self.tree, NODE, fakes.REFERENCE,
+                                   capacity, [])
+        inv = self.tree.data(NODE).inventory['CUSTOM_RDT_CLOSID']
+        self.assertEqual((8, 5), (inv['total'], inv['reserved']))
+
     def test_host_without_rdt(self):
         inv = self.update(caps=fakes.NONE, free=0)
         self.assertEqual({'VCPU'}, set(inv))

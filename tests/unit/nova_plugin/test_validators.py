@@ -39,7 +39,10 @@ class TestValidators(base.TestCase):
                             ('hw:cache_l3_code', '1024'),
                             ('hw:cache_l3_data', '2048'),
                             ('hw:rdt_monitor', 'true'),
-                            ('hw:rdt_monitor', 'no')]:
+                            ('hw:rdt_monitor', 'no'),
+                            ('hw:rdt_priority', 'high'),
+                            ('hw:rdt_priority', 'normal'),
+                            ('hw:rdt_priority', 'low')]:
             self.by_name[name].validate(name, value)
 
     def test_invalid_values_say_why(self):
@@ -50,13 +53,22 @@ class TestValidators(base.TestCase):
                  ('hw:mem_bw_mbps', '-1', 'an integer from 1 to'),
                  ('hw:cache_l3', '0', 'an integer from 1 to'),
                  ('hw:cache_l3_code', '4MiB', 'an integer from 1 to'),
-                 ('hw:rdt_monitor', 'maybe', 'a boolean')]
+                 ('hw:rdt_monitor', 'maybe', 'a boolean'),
+                 ('hw:rdt_priority', 'urgent', 'one of high, normal, low'),
+                 ('hw:rdt_priority', '', 'one of high, normal, low'),
+                 ('hw:rdt_priority', '1', 'one of high, normal, low')]
         for name, value, allowed in cases:
             e = self.assertRaises(nova_exception.ValidationError,
                                   self.by_name[name].validate, name, value)
             self.assertIn("'%s' is not a valid value for %s" % (value, name),
                           str(e))
             self.assertIn(allowed, str(e))
+
+    def test_enumeration_is_described_for_nova(self):
+        # Nova's API reference renders the words of an enumeration.
+        value = self.by_name['hw:rdt_priority'].value
+        self.assertEqual(str, value['type'])
+        self.assertEqual(['high', 'normal', 'low'], value['enum'])
 
     def test_wrong_name(self):
         self.assertRaises(nova_exception.ValidationError,

@@ -76,6 +76,58 @@ class TestRDTWeigher(base.TestCase):
                                  raw):
             self.assertAlmostEqual(expected, got)
 
+    def test_high_requests_keep_high_instances_apart(self):
+        hosts = [fakes.host_state('two', fakes.stats(
+                     classes={0: (2, 0), 1: (1, 3)})),
+                 fakes.host_state('none', fakes.stats(
+                     classes={0: (0, 5), 1: (0, 5)})),
+                 fakes.host_state('one', fakes.stats(
+                     classes={0: (1, 0), 1: (0, 0)}))]
+        names, _ = self.weigh(hosts, {'hw:rdt_priority': 'high'})
+        self.assertEqual(['none', 'one', 'two'], names)
+        # The domain with the most counts; headroom is 1 without a new
+        # control group (no cap) and the same RMID headroom everywhere.
+        raw = self.raw(hosts, {'hw:rdt_priority': 'high'})
+        base_ = raw[1]
+        self.assertAlmostEqual(base_ - 1.0, raw[0])
+        self.assertAlmostEqual(base_ - 0.5, raw[2])
+
+    def test_low_requests_go_where_there_is_bandwidth(self):
+        hosts = [fakes.host_state('protected', fakes.stats(
+                     mbw=1e9, classes={0: (2, 0), 1: (2, 0)})),
+                 fakes.host_state('busy', fakes.stats(mbw=8e9)),
+                 fakes.host_state('free', fakes.stats(
+                     mbw=1e9, classes={0: (0, 4), 1: (0, 4)}))]
+        names, _ = self.weigh(hosts, {'hw:rdt_priority': 'low'})
+        self.assertEqual('free', names[0])
+        self.assertEqual('protected', names[-1])
+
+    def test_normal_requests_ignore_the_classes(self):
+        hosts = [fakes.host_state('a', fakes.stats(
+                     classes={0: (3, 0), 1: (3, 0)})),
+                 fakes.host_state('b', fakes.stats())]
+        a, b = self.raw(hosts, {'hw:mem_bw': '10'})
+        self.assertAlmostEqual(a, b)
+        self.assertEqual([0.0, 0.0],
+                         self.raw(hosts, {'hw:rdt_priority': 'normal'}))
+
+    def test_multi_create_spreads_high_instances(self):
+        # Two hosts alike; the first high instance lands on one (Nova
+        # counts num_instances up), the next request sees it there.
+        hosts = [fakes.host_state('a', fakes.stats()),
+                 fakes.host_state('b', fakes.stats())]
+        for hs in hosts:
+            hs.num_instances = 3
+        request = fakes.request_spec({'hw:rdt_priority': 'high'})
+        first = self.weigher.weigh_objects(
+            [WeighedObject(h, 0.0) for h in hosts], request)
+        self.assertAlmostEqual(first[0], first[1])
+        hosts[0].num_instances = 4
+        second = self.weigher.weigh_objects(
+            [WeighedObject(h, 0.0) for h in hosts],
+            fakes.request_spec({'hw:rdt_priority': 'high'}))
+        self.assertLess(second[0], second[1])
+
     def test_multiplier_from_config_and_aggregate(self):
         host = fakes.host_state('a', fakes.stats())
         self.raw([host], {'hw:mem_bw': '10'})

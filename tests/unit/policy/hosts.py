@@ -62,3 +62,24 @@ AMD = info.HostCapabilities(
 L3_CAT = info.HostCapabilities(caches={'L3': _l3()})
 MONITORING = info.HostCapabilities(monitor=_mon())
 NONE = info.HostCapabilities()
+# Intel AET (7.0): L3 monitoring with more RMIDs than the 576 of the
+# package telemetry event groups (intel_aet.c); the kernel hands out 576.
+AET = info.HostCapabilities(
+    caches={'L3': _l3(mask=0xfff)}, membw={'MB': _mb(closids=16)},
+    monitor=_mon(1024),
+    package_monitor=info.PackageMonitor(
+        num_rmids=576,
+        features=frozenset((info.CORE_ENERGY, info.ACTIVITY_EVENT)),
+        domain_ids=(0, 1)))
+# Arm MPAM (7.1): 16 PARTIDs with 2 PMGs each, so 32 RMIDs in per-CLOSID
+# pools; MB in percent with min_bandwidth 0 and granularity 1.
+MPAM = info.HostCapabilities(
+    caches={'L3': _l3()},
+    membw={'MB': info.MemBwResource(
+        name='MB', num_closids=16, min_bandwidth=0, bandwidth_gran=1,
+        delay_linear=True, thread_throttle_mode=None,
+        unit=info.UNIT_PERCENT, domain_ids=(0, 1))},
+    monitor=info.MonitorCapability(
+        num_rmids=32, features=frozenset((info.LLC_OCCUPANCY,)),
+        max_threshold_occupancy=None, domain_ids=(0, 1)),
+    arch=info.ARCH_MPAM)

@@ -11,6 +11,7 @@
 # under the License.
 
 import dataclasses
+import json
 
 from rdt_virt import exception
 from rdt_virt.policy import capacity
@@ -130,7 +131,8 @@ class TestHostStats(base.TestCase):
 
     def test_round_trip_every_variant(self):
         for caps in (hosts.REFERENCE, hosts.CDP, hosts.MBPS, hosts.AMD,
-                     hosts.L3_CAT, hosts.MONITORING, hosts.NONE):
+                     hosts.L3_CAT, hosts.MONITORING, hosts.NONE, hosts.AET,
+                     hosts.MPAM):
             sch = {None: {name: {d: res.cbm_mask & 0x3
                                  for d in res.domain_ids}
                           for name, res in caps.caches.items()}}
@@ -157,6 +159,37 @@ class TestHostStats(base.TestCase):
                      back.caps.membw[name].bandwidth_gran,
                      back.caps.membw[name].domain_ids))
 
+    def test_classes_round_trip(self):
+        cap = capacity.from_state(hosts.REFERENCE, {None: {}}, 0, PREFIX)
+        host = hoststats.HostRDT(hosts.REFERENCE, cap, 'shared', True,
+                                 classes={0: (2, 1), 1: (0, 3)})
+        back = hoststats.decode(hoststats.encode(host))
+        self.assertEqual({0: (2, 1), 1: (0, 3)}, back.classes)
+        self.assertEqual((2, 3), (back.most_high, back.most_low))
+
+    def test_stats_without_classes_have_none(self):
+        # Stats of a driver from before the classes.
+        cap = capacity.from_state(hosts.REFERENCE, {None: {}}, 0, PREFIX)
+        stats = hoststats.encode(hoststats.HostRDT(
+            hosts.REFERENCE, cap, 'shared', True))
+        doc = json.loads(stats[hoststats.KEY])
+        del doc['classes']
+        back = hoststats.decode({hoststats.KEY: json.dumps(doc)})
+        self.assertEqual({}, back.classes)
+        self.assertEqual(0, back.most_high)
+
+    def test_count_classes(self):
+        self.assertEqual({}, hoststats.count_classes(
+            ['normal', 'normal'], (0, 1)))
+        self.assertEqual({0: (2, 1), 1: (2, 1)}, hoststats.count_classes(
+            ['high', 'low', 'normal', 'high'], (0, 1)))
+        self.assertEqual({}, hoststats.count_classes(['high'], ()))
+        added = hoststats.add_instance({0: (1, 0)}, 'low', (0, 1))
+        self.assertEqual({0: (1, 1), 1: (0, 1)}, added)
+        self.assertEqual({0: (1, 0)},
+                         hoststats.add_instance({0: (1, 0)}, 'normal',
+                                                (0, 1)))
+
     def test_decoded_host_fits_like_the_original(self):
         cap = capacity.from_state(hosts.REFERENCE, state(0x003), 0, PREFIX)
         back = hoststats.decode(hoststats.encode(
@@ -164,6 +197,22 @@ class TestHostStats(base.TestCase):
         policy = P(cache_l3=4096, mem_bw=15)
         self.assertEqual(fit.fit(policy, hosts.REFERENCE),
                          fit.fit(policy, back.caps))
+
+    def test_new_hardware_survives_the_stats(self):
+        for caps in (hosts.AET, hosts.MPAM):
+            cap = capacity.from_state(caps, {None: {}}, 0, PREFIX)
+            back = hoststats.decode(hoststats.encode(
+                hoststats.HostRDT(caps, cap, 'shared', True)))
+            self.assertEqual(caps.package_monitor, back.caps.package_monitor)
+            self.assertEqual(caps.rmids_per_closid,
+                             back.caps.rmids_per_closid)
+            self.assertEqual(caps.rmid_limit, back.caps.rmid_limit)
+
+    def test_aet_free_rmids_from_the_smallest_pool(self):
+        # 576 RMIDs handed out, not L3_MON's 1024: the default group's,
+        # one control group's and 5 monitoring groups' are taken.
+        cap = capacity.from_state(hosts.AET, {None: {}, 'g': {}}, 5, PREFIX)
+        self.assertEqual(576 - 1 - 1 - 5, cap.free_rmids)
 
     def test_closids_the_kernel_takes_survive_the_stats(self):
         # 64 CLOSIDs in info/, 32 usable before 6.16, one of them for I/O.
@@ -245,6 +294,23 @@ class TestDefaultGroup(base.TestCase):
         exc = self.assertRaises(exception.InvalidConfig,
                                 dg.reserved_schemata, caps, 1)
         self.assertIn('at least 2 ways', str(exc))
+
+    def test_mpam_shareable_placeholder_is_ignored(self):
+        # mpam_resctrl.c reports every portion shareable: keeping them
+        # would leave the default group the whole cache.
+        import dataclasses
+
+        from rdt_virt.policy import default_group as dg
+        l3 = dataclasses.replace(hosts._l3(mask=0xffff), shareable_bits=0xffff,
+                                 sparse_masks=True)
+        caps = dataclasses.replace(hosts.MPAM, caches={'L3': l3})
+        self.assertEqual({'L3': {0: 0x3, 1: 0x3}},
+                         dg.reserved_schemata(caps, 2))
+        # A real I/O share (Intel's top ways) is still kept where valid.
+        intel = dataclasses.replace(l3, shareable_bits=0xc000)
+        caps = dataclasses.replace(hosts.MPAM, caches={'L3': intel})
+        self.assertEqual({'L3': {0: 0xc003, 1: 0xc003}},
+                         dg.reserved_schemata(caps, 2))
 
     def test_needs_update(self):
         from rdt_virt.policy import default_group as dg

@@ -92,3 +92,68 @@ class TestFromExtraSpecs(base.TestCase):
         for spec in es.EXTRA_SPECS:
             self.assertTrue(spec.key.startswith('hw:'))
             self.assertGreater(len(spec.description), 40)
+
+
+class TestPriority(base.TestCase):
+
+    def test_values(self):
+        for value, expected in [('high', es.PRIORITY_HIGH),
+                                ('normal', es.PRIORITY_NORMAL),
+                                ('low', es.PRIORITY_LOW),
+                                (' Low ', es.PRIORITY_LOW),
+                                ('HIGH', es.PRIORITY_HIGH)]:
+            policy = es.from_extra_specs({'hw:rdt_priority': value})
+            self.assertEqual(expected, policy.priority, value)
+
+    def test_default_is_normal(self):
+        self.assertEqual(es.PRIORITY_NORMAL, es.RDTPolicy().priority)
+        self.assertEqual(es.PRIORITY_NORMAL,
+                         es.from_extra_specs({'hw:mem_bw': '10'}).priority)
+
+    def test_normal_alone_is_no_policy(self):
+        # Every existing flavor is normal: saying so changes nothing.
+        self.assertTrue(es.from_extra_specs(
+            {'hw:rdt_priority': 'normal'}).is_empty)
+        self.assertFalse(es.from_extra_specs(
+            {'hw:rdt_priority': 'low'}).is_empty)
+
+    def test_invalid_values(self):
+        for value in ('', 'medium', 'hi', '1', 'true', 'high,low'):
+            e = self.assertRaises(exception.InvalidExtraSpec,
+                                  es.from_extra_specs,
+                                  {'hw:rdt_priority': value})
+            self.assertEqual('hw:rdt_priority', e.key)
+            self.assertEqual('one of high, normal, low', e.allowed)
+
+    def test_classes_are_monitored(self):
+        for priority in ('high', 'low'):
+            policy = es.from_extra_specs({'hw:rdt_priority': priority})
+            self.assertTrue(policy.monitoring(False))
+            e = self.assertRaises(exception.InvalidExtraSpec,
+                                  es.from_extra_specs,
+                                  {'hw:rdt_priority': priority,
+                                   'hw:rdt_monitor': 'false'})
+            self.assertIn('needs monitoring', e.allowed)
+        self.assertFalse(es.from_extra_specs(
+            {'hw:rdt_priority': 'normal',
+             'hw:rdt_monitor': 'false'}).monitoring(True))
+
+    def test_low_with_a_dedicated_cache_is_refused(self):
+        for cache in ({'hw:cache_l3': '4096'},
+                      {'hw:cache_l3_code': '1024',
+                       'hw:cache_l3_data': '1024'}):
+            e = self.assertRaises(exception.InvalidExtraSpec,
+                                  es.from_extra_specs,
+                                  dict(cache, **{'hw:rdt_priority': 'low'}))
+            self.assertEqual('hw:rdt_priority', e.key)
+            self.assertIn('low cannot be combined with hw:cache_l3',
+                          e.allowed)
+        # A high instance may hold a cache of its own.
+        self.assertEqual(4096, es.from_extra_specs(
+            {'hw:rdt_priority': 'high', 'hw:cache_l3': '4096'}).cache_l3)
+
+    def test_definition_is_checked(self):
+        self.assertRaises(ValueError, es.ExtraSpec, 'hw:x', str, 'x')
+        self.assertRaises(ValueError, es.ExtraSpec, 'hw:x', int, 'x')
+        self.assertRaises(ValueError, es.ExtraSpec, 'hw:x', float, 'x',
+                          min=1)

@@ -155,3 +155,80 @@ class TestPlan(base.TestCase):
                              plan.own_group)
             self.assertEqual(10 if owner == fit.MB_SHARED else None,
                              plan.shared_value)
+
+
+class TestPriority(base.TestCase):
+
+    # A host with MBA that can only measure occupancy (CMT, no MBM), and
+    # one that measures bandwidth but cannot throttle it (booted without
+    # MBA, as the reference host with rdt=!mba).
+    CMT_ONLY = info.HostCapabilities(
+        caches={'L3': hosts._l3()}, membw={'MB': hosts._mb()},
+        monitor=info.MonitorCapability(
+            num_rmids=176, features=frozenset((info.LLC_OCCUPANCY,)),
+            max_threshold_occupancy=None, domain_ids=(0, 1)))
+    NO_MBA = info.HostCapabilities(caches={'L3': hosts._l3()},
+                                   monitor=hosts._mon())
+
+    def test_refused_without_mba_or_mbm(self):
+        table = [
+            (self.NO_MBA, 'needs memory bandwidth allocation (MBA)'),
+            (hosts.MONITORING, 'needs memory bandwidth allocation (MBA)'),
+            (hosts.L3_CAT, 'needs memory bandwidth allocation (MBA)'),
+            (self.CMT_ONLY, 'needs memory bandwidth monitoring (MBM)'),
+        ]
+        for priority in (es.PRIORITY_HIGH, es.PRIORITY_LOW):
+            for host, reason in table:
+                e = self.assertRaises(exception.HostCannotServe, fit.fit,
+                                      P(priority=priority), host)
+                self.assertIn('hw:rdt_priority=%s %s' % (priority, reason),
+                              e.reason)
+
+    def test_normal_is_served_anywhere(self):
+        for host in (self.NO_MBA, self.CMT_ONLY, hosts.NONE):
+            plan = fit.fit(P(priority=es.PRIORITY_NORMAL), host)
+            self.assertEqual(es.PRIORITY_NORMAL, plan.priority)
+
+    def test_classes_are_monitored_whatever_the_host_default(self):
+        for priority in (es.PRIORITY_HIGH, es.PRIORITY_LOW):
+            plan = fit.fit(P(priority=priority), hosts.REFERENCE,
+                           monitoring=False)
+            self.assertTrue(plan.monitor)
+            self.assertEqual(priority, plan.priority)
+            self.assertFalse(plan.is_empty)
+            self.assertIsNone(plan.mb_owner)
+            self.assertFalse(plan.own_group)
+
+    def test_low_bandwidth_goes_to_the_agent_whatever_the_strategy(self):
+        # (policy, host, strategy, owner): a low instance's percentage
+        # joins the agent's shared group even on a per-instance host,
+        # where a normal or high one gets libvirt's <memorytune>.
+        low, high = es.PRIORITY_LOW, es.PRIORITY_HIGH
+        table = [
+            (P(mem_bw=10, priority=low), hosts.REFERENCE, PER,
+             fit.MB_SHARED),
+            (P(mem_bw=10, priority=low), hosts.REFERENCE, SHARED,
+             fit.MB_SHARED),
+            (P(mem_bw=10, priority=high), hosts.REFERENCE, PER,
+             fit.MB_LIBVIRT),
+            (P(mem_bw=10), hosts.REFERENCE, PER, fit.MB_LIBVIRT),
+            (P(mem_bw_mbps=500, priority=low), hosts.MBPS, PER,
+             fit.MB_INSTANCE),
+            (P(mem_bw_mbps=500, priority=low), hosts.AMD, PER,
+             fit.MB_INSTANCE),
+        ]
+        for policy, host, strategy, owner in table:
+            plan = fit.fit(policy, host, strategy)
+            self.assertEqual(owner, plan.mb_owner, (policy, strategy))
+            self.assertEqual(owner == fit.MB_LIBVIRT, plan.libvirt_group,
+                             policy)
+
+    def test_static_cap_is_kept(self):
+        # The cap is the ceiling of the controller's levels: the plan keeps
+        # it, rounded as for any instance.
+        plan = fit.fit(P(mem_bw=15, priority=es.PRIORITY_LOW),
+                       hosts.REFERENCE, PER)
+        self.assertEqual((info.UNIT_PERCENT, 20, 15),
+                         (plan.mem_bw.unit, plan.mem_bw.value,
+                          plan.mem_bw.requested))
+        self.assertEqual(20, plan.shared_value)

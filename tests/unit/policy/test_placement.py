@@ -32,6 +32,15 @@ class TestExpected(base.TestCase):
               'trait:CUSTOM_RDT_MBA': 'required'}),
             ({'hw:cache_l3_code': '1024', 'hw:cache_l3_data': '1024'},
              {RC: '1', 'trait:CUSTOM_RDT_L3_CDP': 'required'}),
+            # A class needs MBA; without a cap the instance holds no
+            # CLOSID of its own (the agent's groups are reserved).
+            ({'hw:rdt_priority': 'high'},
+             {'trait:CUSTOM_RDT_MBA': 'required'}),
+            ({'hw:rdt_priority': 'low'},
+             {'trait:CUSTOM_RDT_MBA': 'required'}),
+            ({'hw:rdt_priority': 'low', 'hw:mem_bw': '30'},
+             {RC: '1', 'trait:CUSTOM_RDT_MBA': 'required'}),
+            ({'hw:rdt_priority': 'normal'}, {}),
         ]
         for specs, keys in cases:
             self.assertEqual(keys, placement.audit(specs).set, specs)
@@ -100,6 +109,12 @@ class TestAudit(base.TestCase):
         self.assertEqual(
             ['openstack flavor unset --property resources:CUSTOM_RDT_CLOSID '
              'mon'], placement.fix_commands('mon', result))
+
+    def test_forbidding_mba_contradicts_a_class(self):
+        result = placement.audit({'hw:rdt_priority': 'high',
+                                  'trait:CUSTOM_RDT_MBA': 'forbidden'})
+        self.assertEqual(('forbids trait CUSTOM_RDT_MBA, its hw: keys need '
+                          'it',), result.conflicts)
 
     def test_invalid_hw_keys_raise(self):
         self.assertRaises(exception.InvalidExtraSpec, placement.audit,

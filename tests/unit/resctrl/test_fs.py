@@ -362,6 +362,24 @@ class TestErrors(ResctrlTestCase):
         self.assertIn('L3:0=f0f', str(exc))
         self.assertTrue(exc.path.endswith('/batch/schemata'))
 
+    def test_status_cleared_by_another_reader_is_never_ok(self):
+        # Between the failed write and the read of last_cmd_status another
+        # reader cleared it (kernels that clear it at every group file
+        # access): the errno's meaning explains the failure, never "ok".
+        with self._refuse(errno.EINVAL, 'ok'):
+            exc = self.assertRaises(exception.ResctrlWriteError,
+                                    self.rc.write_schemata, 'batch',
+                                    {'L3': {0: 0xf0f}})
+        self.assertNotEqual('ok', exc.status)
+        self.assertTrue(exc.status.startswith('Invalid argument'),
+                        exc.status)
+        with self._refuse(errno.ENOSPC, ''):
+            exc = self.assertRaises(exception.ResctrlWriteError,
+                                    self.rc.write_schemata, 'batch',
+                                    {'L3': {0: 0x7f0}})
+        self.assertTrue(exc.status.startswith('No space left on device'),
+                        exc.status)
+
     def test_mode_refused(self):
         status = 'Mode unchanged'
         with self._refuse(errno.EINVAL, status):

@@ -148,12 +148,14 @@ class TestParse(base.TestCase):
         ('10', '4294967295', (), info.UNIT_MBPS),
         ('10', '50', ('mba_MBps',), info.UNIT_MBPS),
         ('0', '2048', (), info.UNIT_AMD),
-        ('0', '100', (), info.UNIT_AMD),
     ]
 
     def test_mb_unit_detection(self):
         for min_bw, root_value, options, unit in self.UNITS:
             files = dict(self.INFO, **{'MB/min_bandwidth': min_bw})
+            if min_bw == '0':
+                # AMD: no delay, no throttle mode file.
+                files['MB/delay_linear'] = '0'
             root = 'MB:0=%s;1=%s\n' % (root_value, root_value)
             caps = info.parse(files, 'L3:0=7ff;1=7ff\n' + root,
                               mount_options=options)
@@ -241,6 +243,16 @@ class TestParse(base.TestCase):
             max_threshold_occupancy=None, domain_ids=(0, 1)), caps.monitor)
         self.assertEqual({'CMT', 'MBM_TOTAL'}, caps.features)
 
+    def test_bmec_config_files_are_not_events(self):
+        files = {'L3_MON/num_rmids': '256', 'L3_MON/mon_features':
+                 'llc_occupancy\nmbm_total_bytes\nmbm_total_bytes_config\n'
+                 'mbm_local_bytes\nmbm_local_bytes_config\n'}
+        caps = info.parse(files, '', mon_domain_ids=[0])
+        self.assertEqual({'llc_occupancy', 'mbm_total_bytes',
+                          'mbm_local_bytes'}, caps.monitor.features)
+        self.assertEqual(('mbm_local_bytes', 'mbm_total_bytes'),
+                         caps.monitor.mbm_events)
+
     def test_nothing(self):
         self.assertEqual(info.HostCapabilities(), info.parse({}))
 
@@ -266,3 +278,105 @@ class TestParse(base.TestCase):
             exc = self.assertRaises(exception.InvalidCapabilities,
                                     info.parse, files, root)
             self.assertIn(reason, str(exc), changes)
+
+
+# Intel Application Energy Telemetry (7.0): intel_aet.c enables the
+# "energy" and "perf" event groups of Clearwater Forest with 576 RMIDs
+# each; the L3 count comes from CPUID and is larger.
+AET_INFO = {
+    'L3/cbm_mask': 'fff', 'L3/min_cbm_bits': '1', 'L3/num_closids': '16',
+    'L3/shareable_bits': '0',
+    'MB/min_bandwidth': '10', 'MB/bandwidth_gran': '10',
+    'MB/num_closids': '16', 'MB/delay_linear': '1',
+    'MB/thread_throttle_mode': 'per-thread',
+    'L3_MON/num_rmids': '1024',
+    'L3_MON/mon_features': 'llc_occupancy\nmbm_total_bytes\nmbm_local_bytes',
+    'L3_MON/max_threshold_occupancy': '98304',
+    'PERF_PKG_MON/num_rmids': '576',
+    'PERF_PKG_MON/mon_features': (
+        'core_energy\nactivity\nstalls_llc_hit\nc1_res\n'
+        'unhalted_core_cycles\nstalls_llc_miss\nc6_res\n'
+        'unhalted_ref_cycles\nuops_retired'),
+}
+AET_ROOT = 'L3:0=fff;1=fff\nMB:0=100;1=100\n'
+
+# Arm MPAM through mpam_resctrl.c (7.1): 64 PARTIDs, 4 PMGs, an MB control
+# with 8 fraction bits (min_bandwidth 0, granularity 1), only CSU counters.
+MPAM_INFO = {
+    'L3/cbm_mask': 'ffff', 'L3/min_cbm_bits': '1', 'L3/num_closids': '64',
+    'L3/shareable_bits': 'ffff', 'L3/sparse_masks': '1',
+    'MB/min_bandwidth': '0', 'MB/bandwidth_gran': '1',
+    'MB/num_closids': '64', 'MB/delay_linear': '1',
+    'L3_MON/num_rmids': '256', 'L3_MON/mon_features': 'llc_occupancy',
+    'L3_MON/max_threshold_occupancy': '131072',
+}
+MPAM_ROOT = 'L3:1=ffff\nMB:1=100\n'
+
+
+class TestNewHardware(base.TestCase):
+
+    def test_aet_rmids_are_the_smallest_pool(self):
+        caps = info.parse(AET_INFO, AET_ROOT, pkg_domain_ids=(0, 1))
+        self.assertEqual(1024, caps.monitor.num_rmids)
+        self.assertEqual(576, caps.package_monitor.num_rmids)
+        self.assertEqual(576, caps.num_rmids)
+        self.assertIn('PERF_PKG_MON has 576 RMIDs', caps.rmid_limit)
+        self.assertEqual((0, 1), caps.package_monitor.domain_ids)
+        self.assertEqual({info.ENERGY, info.ACTIVITY},
+                         {info.ENERGY, info.ACTIVITY} & caps.features)
+        self.assertEqual(info.ARCH_X86, caps.arch)
+        self.assertEqual(0, caps.rmids_per_closid)
+        self.assertIsNone(caps.mon_groups_per_closid)
+
+    def test_mpam_mb_is_a_percentage(self):
+        # min_bandwidth 0 is not AMD here: delay_linear 1, no
+        # thread_throttle_mode, root at 100.
+        caps = info.parse(MPAM_INFO, MPAM_ROOT)
+        self.assertEqual(info.UNIT_PERCENT, caps.mb.unit)
+        self.assertEqual(100, caps.mb.max_bandwidth)
+        self.assertEqual(info.ARCH_MPAM, caps.arch)
+
+    def test_mpam_rmids_are_per_closid_pools(self):
+        caps = info.parse(MPAM_INFO, MPAM_ROOT)
+        self.assertEqual(256, caps.num_rmids)
+        self.assertEqual(4, caps.rmids_per_closid)
+        self.assertEqual(3, caps.mon_groups_per_closid)
+        self.assertIn('4 PMGs per CLOSID', caps.rmid_limit)
+
+    def test_mpam_monitor_only_host(self):
+        # No MB: the L3 says all bits shareable with sparse masks.
+        files = {k: v for k, v in MPAM_INFO.items()
+                 if not k.startswith('MB/')}
+        caps = info.parse(files, 'L3:1=ffff\n')
+        self.assertEqual(info.ARCH_MPAM, caps.arch)
+        self.assertEqual(4, caps.rmids_per_closid)
+
+    def test_mb_unit_from_every_file(self):
+        base_mb = {'MB/num_closids': '8', 'MB/bandwidth_gran': '1'}
+        # min, delay_linear, throttle mode, root, expected unit, arch
+        table = [
+            ('0', '0', None, '2048', info.UNIT_AMD, info.ARCH_X86),
+            ('0', '0', None, '100', info.UNIT_AMD, info.ARCH_X86),
+            ('0', '1', None, '100', info.UNIT_PERCENT, info.ARCH_MPAM),
+            ('0', '1', None, '50', info.UNIT_PERCENT, info.ARCH_MPAM),
+            ('2', '1', None, '100', info.UNIT_PERCENT, info.ARCH_MPAM),
+            ('10', '1', 'max', '100', info.UNIT_PERCENT, info.ARCH_X86),
+            ('10', '0', 'per-thread', '100', info.UNIT_PERCENT,
+             info.ARCH_X86),
+            ('10', '1', 'max', '4294967295', info.UNIT_MBPS, info.ARCH_X86),
+        ]
+        for min_bw, linear, mode, root, unit, arch in table:
+            files = dict(base_mb, **{'MB/min_bandwidth': min_bw,
+                                     'MB/delay_linear': linear})
+            if mode:
+                files['MB/thread_throttle_mode'] = mode
+            caps = info.parse(files, 'MB:0=%s\n' % root)
+            self.assertEqual((unit, arch), (caps.mb.unit, caps.arch),
+                             (min_bw, linear, mode, root))
+
+    def test_old_intel_kernel_without_throttle_mode_file(self):
+        # Before 5.10 Intel's MB had no thread_throttle_mode either.
+        files = {'MB/min_bandwidth': '10', 'MB/bandwidth_gran': '10',
+                 'MB/num_closids': '8', 'MB/delay_linear': '1'}
+        caps = info.parse(files, 'MB:0=100\n', kernel_release='5.4.0-1')
+        self.assertEqual(info.ARCH_X86, caps.arch)

@@ -94,8 +94,8 @@ CAPABILITIES = {
         caches={'L3': _l3(mask=0xffff, way=AMD_WAY, doms=AMD_DOMS,
                           min_bits=0, shareable=0, sparse=True)},
         membw={'MB': _mb(**_AMD_BW), 'SMBA': _mb('SMBA', **_AMD_BW)},
-        monitor=_mon(256, AMD_DOMS, ALL_EVENTS | {
-            'mbm_total_bytes_config', 'mbm_local_bytes_config'})),
+        # mon_features also names the BMEC _config files: not events.
+        monitor=_mon(256, AMD_DOMS, ALL_EVENTS)),
     'l3-cat': info.HostCapabilities(caches={'L3': _l3()}),
     'monitoring': info.HostCapabilities(monitor=_mon()),
     'none': None,

@@ -21,7 +21,8 @@ import yaml
 from rdt_virt.telemetry import gnocchi
 from tests import base
 
-METERS = ['memory.bandwidth.total', 'memory.bandwidth.local', 'cpu_l3_cache']
+METERS = ['memory.bandwidth.total', 'memory.bandwidth.local', 'cpu_l3_cache',
+          'cpu.core.power', 'cpu.core.energy', 'cpu.core.activity']
 
 BASE = {
     'archive_policy_default': 'ceilometer-low',
@@ -71,7 +72,7 @@ class TestMerge(base.TestCase):
         base = {'resources': [{'resource_type': 'instance', 'metrics': {
             'cpu_l3_cache': {'archive_policy_name': 'high'}}}]}
         merged, added = gnocchi.merge(base, self.fragment())
-        self.assertEqual(METERS[:2], added)
+        self.assertEqual([m for m in METERS if m != 'cpu_l3_cache'], added)
         self.assertEqual({'archive_policy_name': 'high'},
                          merged['resources'][0]['metrics']['cpu_l3_cache'])
 

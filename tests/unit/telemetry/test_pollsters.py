@@ -94,6 +94,43 @@ class TestPollsters(base.TestCase):
                              sample.resource_metadata['rdt_group'])
             self.assertEqual('project', sample.project_id)
 
+    def test_energy_meters(self):
+        doc = document(time.time())
+        doc['instances'][UUID1].update(power_watts=3.5, energy_joules=120.25,
+                                       activity_fps=5.469)
+        # A host without telemetry: no such fields, no samples.
+        state.write(self.path, doc)
+        p = self.pollsters
+        for cls, name, kind, unit, volume in (
+                (p.CPUCorePowerPollster, 'cpu.core.power', 'gauge', 'W',
+                 3.5),
+                (p.CPUCoreEnergyPollster, 'cpu.core.energy', 'cumulative',
+                 'J', 120.25),
+                (p.CPUCoreActivityPollster, 'cpu.core.activity', 'gauge',
+                 'F/s', 5.469)):
+            sample, = self.samples(cls)
+            self.assertEqual((name, kind, unit, volume, UUID1),
+                             (sample.name, sample.type, sample.unit,
+                              sample.volume, sample.resource_id))
+
+    def test_protection_class_and_level_in_metadata(self):
+        doc = document(time.time())
+        doc['instances'][UUID1].update(priority='low', level=30)
+        doc['host']['controller'] = {'unit': 'percent', 'domains': {}}
+        state.write(self.path, doc)
+        sample, = self.samples(self.pollsters.MemoryBandwidthTotalPollster)
+        meta = sample.resource_metadata
+        self.assertEqual(('low', 30, 'percent'),
+                         (meta['rdt_priority'], meta['rdt_level'],
+                          meta['rdt_level_unit']))
+        # An older agent's document: the default class, no level.
+        state.write(self.path, document(time.time()))
+        sample, = self.samples(self.pollsters.MemoryBandwidthTotalPollster)
+        meta = sample.resource_metadata
+        self.assertEqual(('normal', None, None),
+                         (meta['rdt_priority'], meta['rdt_level'],
+                          meta['rdt_level_unit']))
+
     def put(self, doc, text=None):
         with open(self.path, 'w') as f:
             f.write(json.dumps(dict(doc, version=1)) if text is None

@@ -100,6 +100,63 @@ class TestPrometheus(base.TestCase):
                 'rdt_virt_host_mbm_counter_coverage_ratio 0.4'):
             self.assertIn(line, text)
 
+    def test_core_energy_on_telemetry_hosts(self):
+        self.assertNotIn('cpu_core', self.text())
+        self.doc['instances'][UUID1].update(
+            power_watts=3.5, energy_joules=120.25, activity_fps=5.469)
+        self.doc['instances'][UUID2].update(
+            power_watts=None, energy_joules=None, activity_fps=None)
+        self.doc['host']['power_watts'] = 3.5
+        text = self.text(names=False)
+        labels = '{group="rdtvirt-mb10",instance_uuid="%s"}' % UUID1
+        for line in ('rdt_virt_instance_cpu_core_watts%s 3.5' % labels,
+                     'rdt_virt_instance_cpu_core_joules_total%s 120.25'
+                     % labels,
+                     '# TYPE rdt_virt_instance_cpu_core_joules_total '
+                     'counter',
+                     'rdt_virt_instance_cpu_core_activity_farads_per_'
+                     'second%s 5.469' % labels,
+                     'rdt_virt_host_cpu_core_watts 3.5'):
+            self.assertIn(line, text)
+        # No value, no sample.
+        self.assertNotIn('rdt_virt_instance_cpu_core_watts{group="",'
+                         'instance_uuid="%s"}' % UUID2, text)
+
+    def test_protection_class_level_and_domains(self):
+        self.doc['instances'][UUID1].update(priority='low', level=30)
+        self.doc['instances'][UUID2].update(priority='high', level=None)
+        self.doc['host']['controller'] = {
+            'unit': 'percent', 'domains': {
+                '0': {'pressure': 0.91, 'capacity_bps': 1.2e10,
+                      'capacity_source': 'learned', 'throttled': 1,
+                      'active_high': 1},
+                '1': {'pressure': None, 'capacity_bps': None,
+                      'throttled': 0, 'active_high': 0},
+                '2': 'garbage'}}
+        text = self.text(names=False)
+        for line in (
+                'rdt_virt_instance_protection_class{class="low",group='
+                '"rdtvirt-mb10",instance_uuid="%s"} 1.0' % UUID1,
+                'rdt_virt_instance_protection_class{class="high",group='
+                '"",instance_uuid="%s"} 1.0' % UUID2,
+                'rdt_virt_instance_controller_level{group="rdtvirt-mb10",'
+                'instance_uuid="%s",unit="percent"} 30.0' % UUID1,
+                'rdt_virt_instance_controller_throttled{group='
+                '"rdtvirt-mb10",instance_uuid="%s"} 1.0' % UUID1,
+                'rdt_virt_domain_bandwidth_pressure_ratio{domain="0"} 0.91',
+                'rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second'
+                '{domain="0",source="learned"} 1.2e+10',
+                'rdt_virt_domain_throttled_instances{domain="0"} 1.0',
+                'rdt_virt_domain_throttled_instances{domain="1"} 0.0',
+                'rdt_virt_domain_active_high_instances{domain="0"} 1.0'):
+            self.assertIn(line, text)
+        # No level: no sample; no pressure: no sample.
+        self.assertNotIn('controller_level{group="",instance_uuid="%s"'
+                         % UUID2, text)
+        self.assertNotIn('pressure_ratio{domain="1"}', text)
+        self.assertNotIn('throttled{group="",instance_uuid="%s"' % UUID2,
+                         text)
+
     def test_no_document_yet(self):
         self.assertIn('rdt_virt_instance_monitored', self.text(doc={}))
 

@@ -1,0 +1,218 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Sampling: read every monitored instance's counters, publish the rates.
+
+A sample turns the cumulative counters of each instance's monitoring
+group into rates (:mod:`rdt_virt.agent.sampler`) and publishes the host
+state file (:mod:`rdt_virt.agent.publish`), which the Prometheus
+endpoint, the Ceilometer pollsters, ``rdt-virt top`` and the Nova driver
+read.
+"""
+
+import dataclasses
+import os
+
+from oslo_log import log as logging
+
+from rdt_virt.agent import ceiling as ceiling_mod
+from rdt_virt.agent import counters as counters_mod
+from rdt_virt.agent import energy as energy_mod
+from rdt_virt.agent import publish
+from rdt_virt.agent import sampler
+from rdt_virt.agent import state
+from rdt_virt import exception
+from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import telemetry
+
+LOG = logging.getLogger(__name__)
+
+
+class Sampling(object):
+    """Rates of the instances and the published host state.
+
+    :param conf: the oslo.config object.
+    :param resctrl: a :class:`~rdt_virt.resctrl.fs.Resctrl` for reading.
+    :param monitoring: the agent's
+        :class:`~rdt_virt.agent.monitoring.Monitoring`.
+    :param clock: monotonic seconds; ``wall``: epoch seconds.
+    """
+
+    def __init__(self, conf, resctrl, monitoring, clock, wall):
+        self.conf = conf
+        self.resctrl = resctrl
+        self.monitoring = monitoring
+        self.clock = clock
+        self.wall = wall
+        self.tracker = sampler.RateTracker()
+        self.energy_tracker = energy_mod.EnergyTracker()
+        self.energy = {}
+        self.ceiling_source = None
+        self.rates = {}
+        self.last_doc = None
+
+    def set_ceiling(self, caps):
+        mon = caps.monitor
+        value, source = ceiling_mod.host_ceiling(
+            self.conf.rdt_agent.memory_bandwidth_ceiling,
+            len(mon.domain_ids) if mon else 1)
+        self.tracker.ceiling = value
+        self.ceiling_source = source
+        LOG.info('Memory bandwidth ceiling %.0f GB/s (%s): faster counter '
+                 'growth is taken for a counter reset',
+                 value / ceiling_mod.GB, source)
+
+    def read_counters(self, caps, counters):
+        """One Reading of a group's counters, each file timed on its own.
+
+        The kernel reads the hardware counter when the file is read, so
+        the time of each read is what its value belongs to; a single
+        time for all files would blur the rates by however long reading
+        the others took.
+        """
+        group, mon = counters
+        rc = self.resctrl
+        values = {}
+        times = {}
+        events = sorted(caps.monitor.features)
+        for dom in caps.monitor.domain_ids:
+            values[dom] = {}
+            for event in events:
+                path = rc.path(group, mon, 'mon_data', 'mon_L3_%02d' % dom,
+                               event)
+                t0 = self.clock()
+                try:
+                    with open(path) as f:
+                        text = f.read()
+                except FileNotFoundError:
+                    if not os.path.isdir(os.path.dirname(path)):
+                        raise exception.GroupNotFound(path=path,
+                                                      group=mon or group)
+                    continue
+                except OSError as e:
+                    # Some kernels answer EIO for a counter in error.
+                    values[dom][event] = fs.MonValue(None,
+                                                     os.strerror(e.errno))
+                    continue
+                times[(dom, event)] = (t0 + self.clock()) / 2
+                values[dom][event] = fs.parse_mon_value(text)
+        return sampler.Reading(
+            source=self.monitoring.source_key(counters),
+            time=self.clock(), values=values, times=times)
+
+    def read_package(self, caps, counters):
+        """One Reading of a group's package telemetry (Intel AET).
+
+        ``{package: {event: MonValue}}`` of ``core_energy`` and
+        ``activity``, each file timed on its own like the L3 counters.
+        """
+        group, mon = counters
+        pkg = caps.package_monitor
+        events = [e for e in telemetry.FIXED_POINT_EVENTS
+                  if e in pkg.features]
+        values, times = {}, {}
+        for package in pkg.domain_ids:
+            values[package] = {}
+            for event in events:
+                path = self.resctrl.path(group, mon, 'mon_data',
+                                         telemetry.pkg_dir(package), event)
+                t0 = self.clock()
+                try:
+                    with open(path) as f:
+                        text = f.read()
+                except FileNotFoundError:
+                    if not os.path.isdir(os.path.dirname(path)):
+                        raise exception.GroupNotFound(path=path,
+                                                      group=mon or group)
+                    continue
+                except OSError as e:
+                    values[package][event] = fs.MonValue(
+                        None, os.strerror(e.errno))
+                    continue
+                times[(package, event)] = (t0 + self.clock()) / 2
+                values[package][event] = telemetry.parse_event(text)
+        return sampler.Reading(
+            source=self.monitoring.source_key(counters),
+            time=self.clock(), values=values, times=times)
+
+    def _energy(self, caps, uuid, place):
+        """Energy figures of one instance (None without telemetry)."""
+        if place.counters is None:
+            return energy_mod.Energy(reason=place.reason)
+        try:
+            reading = self.read_package(caps, place.counters)
+        except (exception.ResctrlError, OSError) as e:
+            LOG.debug('Cannot read package telemetry of %s: %s', uuid, e)
+            return energy_mod.Energy(reason='counters unreadable')
+        return self.energy_tracker.update(uuid, reading)
+
+    def sample(self, caps, instances, placements, control=None):
+        """Read counters, compute rates, publish; returns the document.
+
+        :param control: called with the rates before they are published;
+            returns the bandwidth controller's ``(levels, host part)``.
+        """
+        mon = self.monitoring
+        rates = {}
+        telemetry_on = bool(caps and caps.package_monitor and
+                            caps.package_monitor.energy)
+        energy = {} if telemetry_on else None
+        for uuid, place in sorted(placements.items()):
+            if uuid not in instances:
+                continue
+            if telemetry_on:
+                energy[uuid] = self._energy(caps, uuid, place)
+            if place.counters is None:
+                rates[uuid] = sampler.Rates(reason=place.reason)
+                continue
+            try:
+                reading = self.read_counters(caps, place.counters)
+            except (exception.ResctrlError, OSError) as e:
+                rates[uuid] = sampler.Rates(reason='counters unreadable')
+                LOG.debug('Cannot read counters of %s: %s', uuid, e)
+                continue
+            rates[uuid] = self.tracker.update(uuid, reading)
+            if mon.counter_info is not None and (
+                    uuid not in mon.counter_rotation.window) and (
+                    rates[uuid].mbm_total_bps is None):
+                rates[uuid] = dataclasses.replace(
+                    rates[uuid], reason=counters_mod.R_NO_COUNTER)
+        self.tracker.forget(set(rates))
+        self.energy_tracker.forget(set(energy or ()))
+        self.rates = rates
+        self.energy = energy or {}
+        levels, controller = control(rates) if control else ({}, None)
+        doc = publish.build(
+            self.wall(), self.conf.rdt_agent.sample_interval, instances,
+            placements, rates, mon.rotation,
+            rmids_total=caps.num_rmids if caps else 0,
+            rmids_used=mon.rmids_used,
+            closids_total=caps.num_closids if caps else 0,
+            closids_used=mon.closids_used, mon_budget=mon.budget or 0,
+            extra=self._host_extra(controller), energy=energy,
+            levels=levels)
+        try:
+            state.write(self.conf.rdt.state_file, doc)
+        except OSError as e:
+            LOG.warning('Cannot write the state file %s: %s',
+                        self.conf.rdt.state_file, e)
+        self.last_doc = doc
+        return doc
+
+    def _host_extra(self, controller=None):
+        extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
+                 'counter_resets': self.tracker.jumps}
+        if controller is not None:
+            extra['controller'] = controller
+        extra.update(self.monitoring.counter_info or {})
+        return extra

@@ -1,0 +1,129 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The bandwidth controller on the emulated host.
+
+Fake QEMUs whose vCPU threads burn CPU make memory traffic in the
+emulator's model (CPU time x bytes per CPU second x the MBA throttle of
+their control group), so a throttle really lowers what the counters of a
+low-priority instance show, and the loop closes through the kernel's
+files as it would on a real host.
+"""
+
+import time
+import uuid as uuid_mod
+
+from rdt_virt.agent import model
+from tests.functional.agent import base
+
+P = base.PREFIX
+TIMEOUT = 60.0
+
+
+class TestController(base.AgentTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # A tiny configured capacity: every burning guest puts its domain
+        # under pressure, whatever CPU the loaded machine gives it.
+        self.flags(memory_bandwidth_capacity=0.001,
+                   controller_active_threshold=1.0,
+                   controller_throttle_dwell=0.0,
+                   controller_release_dwell=0.0, controller_increase=20.0,
+                   group='rdt_agent')
+        self.agent = self.new_agent()
+
+    def boot_classed(self, priority, burn=True, bw=None):
+        uuid = str(uuid_mod.uuid4())
+        self.ids += 1
+        self.host.start(uuid, vcpus=1, others=0, burn=burn)
+        self.source.start(model.Instance(
+            uuid, 'instance-%08x' % self.ids, self.ids, bandwidth=bw,
+            monitor=True, priority=priority), event=False)
+        return uuid
+
+    def period(self):
+        time.sleep(1.0)
+        doc = self.agent.sample()
+        if self.agent.full_requested:
+            self.agent.tick()
+        return doc
+
+    def until(self, check, what):
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            doc = self.period()
+            if check(doc):
+                return doc
+        self.fail('%s not reached in %.0f s; last document: %s' % (
+            what, TIMEOUT, doc))
+
+    @staticmethod
+    def level(doc, uuid):
+        return doc['instances'][uuid]['level']
+
+    def test_throttle_restart_release(self):
+        high = self.boot_classed('high')
+        lows = [self.boot_classed('low'),
+                self.boot_classed('low', bw=base.shared(60))]
+        normal = self.boot_classed('normal', bw=base.shared(30))
+        self.agent.tick()
+        self.assertPlaced(lows[0], None)
+        self.assertPlaced(lows[1], P + 'mb60')
+        self.period()
+        # Throttled in steps down to the floor (the host's minimum, 10%).
+        doc = self.until(lambda d: all(self.level(d, u) == 10
+                                       for u in lows), 'floor')
+        for uuid in lows:
+            self.assertPlaced(uuid, P + 'mb10')
+            self.assertEqual('low', doc['instances'][uuid]['priority'])
+        self.assertPlaced(high, None)
+        self.assertPlaced(normal, P + 'mb30')
+        self.assertIsNone(self.level(doc, high))
+        self.assertIsNone(self.level(doc, normal))
+        self.assertEqual({0: 10, 1: 10}, self.schemata(P + 'mb10')['MB'])
+        domains = doc['host']['controller']['domains']
+        self.assertEqual({'configured'},
+                         {d['capacity_source'] for d in domains.values()})
+        # Each low guest counts on every domain where it was active.
+        self.assertGreaterEqual(sum(d['throttled']
+                                    for d in domains.values()), 2)
+        self.assertIn('-> 10%', self.logger.output)
+        self.assertIn('heaviest first', self.logger.output)
+
+        # A restarted agent takes the levels back: its first ticks move
+        # nothing out of the throttle group.
+        self.agent = self.new_agent()
+        self.agent.tick()
+        for uuid in lows:
+            self.assertPlaced(uuid, P + 'mb10')
+        self.assertEqual({lows[0]: 10, lows[1]: 10},
+                         dict(self.agent.protection.levels))
+
+        # The protected guest goes away: released in steps, the capped one
+        # up to its static 60%, the other back to the default group.
+        self.destroy(high)
+        self.agent.tick()
+        seen = set()
+
+        def released(doc):
+            seen.update(self.level(doc, u) for u in lows)
+            return all(self.level(doc, u) is None for u in lows)
+
+        self.until(released, 'release')
+        # In steps of 20 points, not at once.
+        self.assertLessEqual({30, 50}, seen)
+        self.agent.tick()
+        self.assertPlaced(lows[0], None)
+        self.assertPlaced(lows[1], P + 'mb60')
+        self.assertPlaced(normal, P + 'mb30')
+        self.assertNotIn(P + 'mb10', self.groups())

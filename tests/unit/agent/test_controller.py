@@ -1,0 +1,487 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The bandwidth controller's control law, as a table of periods."""
+
+import dataclasses
+
+from rdt_virt.agent import controller as ctl
+from rdt_virt.agent import model as m
+from rdt_virt.agent import protection
+from rdt_virt.agent import reconcile
+from rdt_virt.agent import sampler
+from tests import base
+from tests.unit.agent import fakes as f
+from tests.unit.policy import hosts
+
+GB = 10 ** 9
+CAP = {0: 10 * GB, 1: 10 * GB}
+PCT = ctl.Scale('percent', maximum=100, minimum=10, step=10)
+MBPS = ctl.Scale('MBps', maximum=2 ** 32 - 1, minimum=1,
+                 bytes_per_unit=ctl.MB)
+PARAMS = ctl.Params(throttle_dwell=1.0, release_dwell=3.0)
+H, L1, L2, N = 'high', 'low-1', 'low-2', 'normal'
+
+
+def high(gbps, dom=0, uuid=H):
+    return ctl.Member(uuid, ctl.HIGH, domains={dom: gbps * GB})
+
+
+def low(gbps, dom=0, uuid=L1, ceiling=None):
+    domains = gbps if isinstance(gbps, dict) else {dom: gbps}
+    return ctl.Member(uuid, ctl.LOW, ceiling=ceiling,
+                      domains={d: v * GB for d, v in domains.items()})
+
+
+def unmeasured(uuid, priority=ctl.LOW):
+    return ctl.Member(uuid, priority, domains=None)
+
+
+class Loop(object):
+    """Runs decide() period after period, one second apart."""
+
+    def __init__(self, scale=PCT, params=PARAMS, capacities=CAP):
+        self.scale = scale
+        self.params = params
+        self.capacities = capacities
+        self.state = ctl.State()
+        self.now = 100.0
+        self.changes = []
+
+    def run(self, *members):
+        decision = ctl.decide(members, self.state, self.scale, self.params,
+                              self.now, self.capacities)
+        self.state = decision.state
+        self.changes.extend(decision.changes)
+        self.now += 1.0
+        self.last = decision
+        return decision
+
+    @property
+    def levels(self):
+        return dict(self.state.levels)
+
+
+class TestStepResponse(base.TestCase):
+
+    def test_throttle_heaviest_first_then_floor(self):
+        loop = Loop()
+        # 2 + 7 + 1 GB/s of 10: pressure 1.0 with a high one active.
+        d = loop.run(high(2), low(7), low(1, uuid=L2))
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
+        change = d.changes[0]
+        self.assertEqual((L1, 0, None, 50), (change.uuid, change.domain,
+                                             change.old, change.new))
+        self.assertIn('pressure 1.00 >= high watermark 0.85', change.reason)
+        # The neighbours keep pushing: halved again, down to the floor,
+        # and only then is the lighter one cut.
+        loop.run(high(2), low(7), low(1, uuid=L2))
+        self.assertEqual({L1: 20}, loop.levels)
+        loop.run(high(2), low(7), low(1, uuid=L2))
+        self.assertEqual({L1: 10}, loop.levels)
+        loop.run(high(2), low(7), low(1, uuid=L2))
+        self.assertEqual({L1: 10, L2: 50}, loop.levels)
+
+    def test_excess_covered_by_several(self):
+        loop = Loop()
+        # Excess 9.5 - 8.5 = 1 GB/s; halving L1 (1.2) gives 0.6, not
+        # enough: L2 is cut too, and nobody else.
+        loop.run(high(5), low(1.2), low(1.1, uuid=L2),
+                 low(0.1, uuid='idle-low'),
+                 ctl.Member(N, ctl.NORMAL, domains={0: 2.1 * GB}))
+        self.assertEqual({L1: 50, L2: 50}, loop.levels)
+
+    def test_released_in_steps_when_no_high_is_active(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        self.assertEqual({L1: 50}, loop.levels)
+        # The high one goes idle; releases wait for the release dwell.
+        loop.run(high(0), low(3.5))
+        loop.run(high(0), low(3.5))
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertIn('dwelling', loop.last.reports[0].reason)
+        seen = []
+        for _ in range(20):
+            loop.run(high(0), low(3.5))
+            seen.append(loop.levels.get(L1))
+        # +10 points every release dwell, then let go.
+        self.assertEqual([60, 70, 80, 90, None],
+                         sorted(set(seen), key=lambda v: v or 1000))
+        self.assertIsNone(loop.changes[-1].new)
+        self.assertEqual('no active high-priority instance',
+                         loop.changes[-1].reason)
+
+    def test_normal_instances_never_touched(self):
+        loop = Loop()
+        loop.run(high(2), ctl.Member(N, ctl.NORMAL, domains={0: 8 * GB}))
+        self.assertEqual({}, loop.levels)
+        self.assertIn('no active low', loop.last.reports[0].reason)
+
+
+class TestHysteresis(base.TestCase):
+
+    def test_steady_inside_the_band_never_changes(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        # At 50% the low one uses 3.5: pressure 0.65, inside the band.
+        for _ in range(60):
+            loop.run(high(3), low(3.5))
+        self.assertEqual(1, len(loop.changes))
+        self.assertEqual(ctl.HOLD, loop.last.reports[0].decision)
+        self.assertEqual('between the watermarks',
+                         loop.last.reports[0].reason)
+
+    def test_below_low_watermark_releases_then_holds(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        for _ in range(3):
+            loop.run(high(2), low(3))      # 0.5: below 0.6
+        self.assertEqual({L1: 60}, loop.levels)
+        for _ in range(10):
+            loop.run(high(2), low(4.5))    # 0.65: hold
+        self.assertEqual({L1: 60}, loop.levels)
+
+    def test_throttle_dwell(self):
+        loop = Loop(params=dataclasses.replace(PARAMS, throttle_dwell=5.0))
+        loop.run(high(3), low(7))
+        for _ in range(4):
+            loop.run(high(3), low(7))
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertIn('dwelling', loop.last.reports[0].reason)
+        loop.run(high(3), low(7))
+        self.assertEqual({L1: 20}, loop.levels)
+
+
+class TestLimits(base.TestCase):
+
+    def test_static_cap_is_the_ceiling(self):
+        loop = Loop()
+        loop.run(high(3), low(7, ceiling=40))
+        self.assertEqual({L1: 20}, loop.levels)
+        for _ in range(10):
+            loop.run(high(0), low(1, ceiling=40))
+        # Released up to its cap, then no longer held at all.
+        self.assertEqual({}, loop.levels)
+        self.assertEqual([(None, 20), (20, 30), (30, None)],
+                         [(c.old, c.new) for c in loop.changes])
+
+    def test_lowered_static_cap_drops_the_level(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        loop.run(high(3), low(3.5, ceiling=30))
+        self.assertEqual({}, loop.levels)
+
+    def test_host_minimum_is_the_floor(self):
+        scale = dataclasses.replace(PCT, minimum=30)
+        loop = Loop(scale=scale)
+        for _ in range(5):
+            loop.run(high(3), low(7))
+        self.assertEqual({L1: 30}, loop.levels)
+
+    def test_configured_floor(self):
+        loop = Loop(params=dataclasses.replace(PARAMS, floor=40.0))
+        for _ in range(5):
+            loop.run(high(3), low(7))
+        self.assertEqual({L1: 40}, loop.levels)
+
+    def test_levels_bounded_by_free_closids(self):
+        scale = dataclasses.replace(PCT, max_levels=1)
+        loop = Loop(scale=scale)
+        loop.run(high(3), low(4), low(3.9, uuid=L2))
+        self.assertEqual({L1: 50, L2: 50}, loop.levels)
+        # No CLOSID for a second level: both stay at the one in use.
+        d = loop.run(high(3), low(4), low(3.9, uuid=L2))
+        self.assertEqual({L1: 50, L2: 50}, loop.levels)
+        self.assertIn('no free CLOSID', d.reports[0].reason)
+
+
+class TestMissingMeasurements(base.TestCase):
+
+    def test_unmeasured_low_is_not_throttled(self):
+        loop = Loop()
+        loop.run(high(3), unmeasured(L1), low(6.5, uuid=L2))
+        self.assertEqual({L2: 50}, loop.levels)
+
+    def test_unmeasured_throttled_is_not_released(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        for _ in range(10):
+            loop.run(high(0), unmeasured(L1))
+        self.assertEqual({L1: 50}, loop.levels)
+
+    def test_unmeasured_neighbour_holds_releases_of_its_domain(self):
+        loop = Loop()
+        loop.run(high(3), low(6), low(1, uuid=L2))
+        self.assertEqual({L1: 50}, loop.levels)
+        # L2 (seen on domain 0) reads Unavailable: the total of domain 0
+        # may miss it, so L1 stays throttled.
+        for _ in range(10):
+            loop.run(high(2), low(1), unmeasured(L2))
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertIn('was not measured', loop.last.reports[0].reason)
+        loop.run(high(2), low(1), low(0.5, uuid=L2))
+        self.assertEqual({L1: 60}, loop.levels)
+
+    def test_unmeasured_high_does_not_release(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        for _ in range(10):
+            loop.run(unmeasured(H, ctl.HIGH), low(3.5))
+        self.assertEqual({L1: 50}, loop.levels)
+
+
+class TestRestart(base.TestCase):
+
+    def test_resume_without_a_burst_of_releases(self):
+        loop = Loop()
+        loop.run(high(3), low(7), low(5, uuid=L2))
+        before = loop.levels
+        self.assertEqual(2, len(before))
+        # A new agent: only the levels come back, the dwell starts anew.
+        restarted = Loop()
+        restarted.now = loop.now + 600
+        restarted.state = ctl.State(
+            before, {0: ctl.Domain(last_change=restarted.now)})
+        for _ in range(3):
+            restarted.run(high(0), low(1), low(1, uuid=L2))
+        self.assertEqual(before, restarted.levels)
+        restarted.run(high(0), low(1), low(1, uuid=L2))
+        self.assertEqual({L1: 60, L2: 60}, restarted.levels)
+
+    def test_gone_instance_forgotten(self):
+        loop = Loop()
+        loop.run(high(3), low(7))
+        loop.run(high(3))
+        self.assertEqual({}, loop.levels)
+        self.assertEqual({H}, set(loop.state.seen))
+
+
+class TestDomains(base.TestCase):
+
+    def test_each_domain_on_its_own(self):
+        loop = Loop()
+        d = loop.run(high(3, dom=0), low(7, dom=0),
+                     low(9, dom=1, uuid=L2))
+        # Domain 1 is saturated too but protects nobody.
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
+        self.assertEqual(ctl.HOLD, d.reports[1].decision)
+        self.assertEqual(1, d.reports[0].throttled)
+        self.assertEqual(0, d.reports[1].throttled)
+        self.assertEqual(1, d.reports[0].active_high)
+
+    def test_release_needs_every_domain_where_it_is_active(self):
+        loop = Loop()
+        loop.run(high(3, dom=0), low({0: 7, 1: 1}))
+        self.assertEqual({L1: 50}, loop.levels)
+        # Domain 0 would release; domain 1 has an active high one and
+        # holds (pressure 0.75, inside the band).
+        for _ in range(10):
+            loop.run(high(6.5, dom=1), low({0: 3, 1: 1}))
+        self.assertEqual({L1: 50}, loop.levels)
+        self.assertEqual(ctl.RELEASE, loop.last.reports[0].decision)
+        self.assertEqual(ctl.HOLD, loop.last.reports[1].decision)
+
+    def test_learned_capacity(self):
+        loop = Loop(capacities={})
+        d = loop.run(high(3), low(5))
+        self.assertIsNone(d.reports[0].capacity)
+        self.assertIsNone(d.reports[0].pressure)
+        self.assertEqual('capacity unknown yet', d.reports[0].reason)
+        self.assertEqual({}, loop.levels)
+        loop.run(low(9))
+        d = loop.run(low(8.5))
+        # The lowest of the last three totals: what was sustained.
+        self.assertEqual(8 * GB, d.reports[0].capacity)
+        self.assertEqual(ctl.LEARNED, d.reports[0].capacity_source)
+        # A one-period burst does not raise it beyond what held.
+        loop.run(low(20))
+        d = loop.run(high(3), low(5))
+        self.assertEqual(8.5 * GB, d.reports[0].capacity)
+        self.assertEqual({L1: 50}, loop.levels)
+
+    def test_configured_capacity_wins(self):
+        loop = Loop()
+        d = loop.run(low(20))
+        self.assertEqual((10 * GB, ctl.CONFIGURED),
+                         (d.reports[0].capacity,
+                          d.reports[0].capacity_source))
+
+
+class TestMBps(base.TestCase):
+
+    def test_absolute_levels(self):
+        loop = Loop(scale=MBPS)
+        loop.run(high(3), low(7))
+        # Halved from what it uses now (7 GB/s), in MiB/s.
+        self.assertEqual({L1: int(7 * GB / ctl.MB * 0.5)}, loop.levels)
+        for _ in range(10):
+            loop.run(high(3), low(7))
+        # Floor: 10% of the domain's capacity.
+        self.assertEqual({L1: -(-GB // ctl.MB)}, loop.levels)
+
+    def test_released_by_tenths_of_capacity_then_let_go(self):
+        loop = Loop(scale=MBPS)
+        loop.run(high(3), low(7))
+        for _ in range(40):
+            loop.run(high(0), low(3))
+        self.assertEqual({}, loop.levels)
+        steps = [c.new - c.old for c in loop.changes[1:-1]]
+        self.assertTrue(steps)
+        self.assertEqual({-(-GB // ctl.MB)}, set(steps))
+
+    def test_static_mbps_cap_is_the_ceiling(self):
+        loop = Loop(scale=MBPS)
+        loop.run(high(3), low(7, ceiling=2000))
+        self.assertEqual({L1: 1000}, loop.levels)
+
+
+class TestMechanism(base.TestCase):
+    """Levels become groups through the planner, and nothing else moves."""
+
+    def low_inst(self, bw=None, uuid=f.U1, allocs=()):
+        return dataclasses.replace(f.inst(uuid=uuid, bw=bw, allocs=allocs),
+                                   priority=ctl.LOW)
+
+    def test_percent_level_joins_the_shared_group(self):
+        inst = self.low_inst()
+        planned = reconcile.controlled({f.U1: inst}, {f.U1: 30},
+                                       hosts.REFERENCE)
+        self.assertEqual(f.shared(30), planned[f.U1].bandwidth)
+        self.assertEqual({f.P + 'mb30'}, reconcile.groups_of(
+            planned[f.U1], hosts.REFERENCE, reconcile.Settings()))
+        result = reconcile.plan(planned, {f.U1: f.threads()},
+                                f.snap(root=f.ROOT_SCH), hosts.REFERENCE,
+                                reconcile.Settings())
+        self.assertIn(m.CreateGroup(f.P + 'mb30'), result.actions)
+        self.assertEqual(f.P + 'mb30', result.placements[f.U1].group)
+
+    def test_level_above_the_static_cap_changes_nothing(self):
+        inst = self.low_inst(f.shared(20))
+        planned = reconcile.controlled({f.U1: inst}, {f.U1: 50},
+                                       hosts.REFERENCE)
+        self.assertIs(inst, planned[f.U1])
+
+    def test_level_below_the_static_cap_wins(self):
+        inst = self.low_inst(f.shared(60))
+        planned = reconcile.controlled({f.U1: inst}, {f.U1: 20},
+                                       hosts.REFERENCE)
+        self.assertEqual(20, planned[f.U1].bandwidth.value)
+        self.assertEqual(60, planned[f.U1].bandwidth.requested)
+
+    def test_mbps_level_in_the_instances_own_group(self):
+        inst = self.low_inst()
+        planned = reconcile.controlled({f.U1: inst}, {f.U1: 700},
+                                       hosts.MBPS)
+        self.assertEqual(f.mbps(700), planned[f.U1].bandwidth)
+        self.assertEqual({f.I1}, reconcile.groups_of(
+            planned[f.U1], hosts.MBPS, reconcile.Settings()))
+
+    def test_never_libvirt_normal_or_high(self):
+        cases = [
+            self.low_inst(f.libvirt_bw(50)),
+            self.low_inst(allocs=[f.alloc()]),
+            f.inst(),
+            dataclasses.replace(f.inst(), priority=ctl.HIGH),
+        ]
+        for inst in cases:
+            planned = reconcile.controlled({f.U1: inst}, {f.U1: 10},
+                                           hosts.REFERENCE)
+            self.assertIs(inst, planned[f.U1])
+
+
+class TestProtection(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        from rdt_virt import conf
+        self.conf = conf.CONF
+        self.now = [1000.0]
+        self.prot = protection.Protection(self.conf.rdt_agent,
+                                          lambda: self.now[0])
+
+    def test_defaults_follow_the_sampling_period(self):
+        period = self.conf.rdt_agent.sample_interval
+        self.assertEqual(period, self.prot.period)
+        self.assertEqual(period, self.prot.params.throttle_dwell)
+        self.assertEqual(3 * period, self.prot.params.release_dwell)
+
+    def test_resume_from_the_state_document(self):
+        doc = {'instances': {
+            f.U1: {'priority': 'low', 'level': 30},
+            f.U2: {'priority': 'normal', 'level': 30},
+            'x': {'priority': 'low', 'level': None},
+            'y': {'priority': 'low', 'level': True}},
+            'host': {'controller': {'domains': {
+                '0': {'learned_bps': 5e9}, 'bad': {}, '1': 'x'}}}}
+        self.prot.resume(doc)
+        self.assertEqual({f.U1: 30}, dict(self.prot.levels))
+        self.assertEqual(ctl.Domain(last_change=1000.0, learned=5e9),
+                         self.prot.state.domains[0])
+        self.assertEqual(ctl.Domain(last_change=1000.0),
+                         self.prot.state.domains[1])
+
+    def test_resume_without_domains_still_dwells(self):
+        inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
+        self.prot.resume({'instances': {f.U1: {'priority': 'low',
+                                               'level': 30}}})
+        idle = {f.U1: sampler.Rates(1e6, total_by_domain={0: 1e6})}
+        release = self.prot.params.release_dwell
+        self.now[0] += release / 2
+        self.assertEqual((), self.prot.step(hosts.REFERENCE,
+                                            {f.U1: inst_low}, idle))
+        self.assertEqual({f.U1: 30}, dict(self.prot.levels))
+        self.now[0] += release
+        changes = self.prot.step(hosts.REFERENCE, {f.U1: inst_low}, idle)
+        self.assertEqual([(30, 40)], [(c.old, c.new) for c in changes])
+
+    def test_resume_ignores_garbage(self):
+        for doc in (None, {}, {'instances': {}, 'host': {'controller': 3}},
+                    {'host': {'controller': {'domains': []}}}):
+            self.prot.resume(doc)
+            self.assertEqual({}, dict(self.prot.levels))
+
+    def test_step_throttles_and_reports(self):
+        inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
+        inst_high = dataclasses.replace(f.inst(uuid=f.U2),
+                                        priority=ctl.HIGH)
+        self.flags(memory_bandwidth_capacity=10, group='rdt_agent')
+        prot = protection.Protection(self.conf.rdt_agent,
+                                     lambda: self.now[0])
+        rates = {f.U1: sampler.Rates(7e9, total_by_domain={0: 7e9}),
+                 f.U2: sampler.Rates(3e9, total_by_domain={0: 3e9})}
+        with self.assertLogs('rdt_virt.agent.protection', 'INFO') as logs:
+            changes = prot.step(hosts.REFERENCE, {f.U1: inst_low,
+                                                  f.U2: inst_high}, rates)
+        self.assertEqual([(f.U1, None, 50)],
+                         [(c.uuid, c.old, c.new) for c in changes])
+        self.assertIn('domain 0, pressure 1.00, capacity 10.0 GB/s '
+                      '(configured): instance %s level static -> 50%%'
+                      % f.U1, logs.output[0])
+        doc = prot.host_doc()
+        self.assertEqual('percent', doc['unit'])
+        self.assertEqual({'pressure': 1.0, 'capacity_bps': 1e10,
+                          'capacity_source': 'configured', 'throttled': 1,
+                          'active_high': 1, 'decision': 'throttle'},
+                         {k: v for k, v in doc['domains']['0'].items()
+                          if k in ('pressure', 'capacity_bps', 'throttled',
+                                   'capacity_source', 'active_high',
+                                   'decision')})
+        # Not due again before a period has passed.
+        self.assertEqual((), prot.step(hosts.REFERENCE, {}, {}))
+
+    def test_disabled_drops_levels(self):
+        self.prot.resume({'instances': {f.U1: {'priority': 'low',
+                                               'level': 30}}})
+        self.flags(controller_enabled=False, group='rdt_agent')
+        self.assertEqual({}, dict(self.prot.levels))
