@@ -71,6 +71,12 @@ function configure_rdt_virt_nova {
         configure_rdt_group "$NOVA_CPU_CONF"
         if [[ "$RDT_VIRT_EMULATE" == "True" ]]; then
             iniset "$NOVA_CPU_CONF" libvirt connection_uri "$(rdt_virt_libvirt_uri)"
+            if [[ -n "$RDT_VIRT_SANDBOX_LISTEN" ]]; then
+                # Live migrations arrive at the sandbox's libvirtd on its
+                # TCP socket, not at the machine's host name.
+                iniset "$NOVA_CPU_CONF" libvirt live_migration_scheme tcp
+                iniset "$NOVA_CPU_CONF" libvirt live_migration_inbound_addr "$RDT_VIRT_SANDBOX_LISTEN"
+            fi
         fi
     fi
     if is_service_enabled n-sch && [[ "$RDT_VIRT_ENABLE_SCHEDULER" == "True" ]]; then
@@ -165,6 +171,9 @@ function start_rdt_virt_sandbox {
     local cmd="$NOVA_BIN_DIR/rdt-virt-sandbox run --dir $RDT_VIRT_SANDBOX_DIR --profile $RDT_VIRT_EMULATED_PROFILE"
     if [[ -n "$RDT_VIRT_SANDBOX_HOSTNAME" ]]; then
         cmd="$cmd --hostname $RDT_VIRT_SANDBOX_HOSTNAME"
+    fi
+    if [[ -n "$RDT_VIRT_SANDBOX_LISTEN" ]]; then
+        cmd="$cmd --listen $RDT_VIRT_SANDBOX_LISTEN"
     fi
     run_process rdt-virt-sandbox "$cmd" "" root
     local _

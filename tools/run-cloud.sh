@@ -8,8 +8,8 @@
 # Gnocchi's environments, brings the cloud up under one directory
 # (loopback only), runs the flow (flavors, images, one protected and seven
 # noisy servers, Placement, resctrl groups, rdt-virt top, Gnocchi measures,
-# resize, rebuild, live migration, delete, bad input) and takes the cloud
-# down again. RDT_VIRT_CLOUD_KEEP=1 leaves it running
+# resize, rebuild, live migration, Watcher moving a noisy neighbour, delete,
+# bad input) and takes the cloud down again. RDT_VIRT_CLOUD_KEEP=1 leaves it running
 # (.tox/cloud/bin/rdt-virt-sandbox cloud down removes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -25,8 +25,10 @@ Everything lives under one directory (``--dir``, default
 ``up`` starts, in order: a MariaDB server, RabbitMQ, Keystone,
 Placement, Glance, Neutron (API only), Nova API, conductor and scheduler,
 Gnocchi and Ceilometer's notification agent, then per compute host its
-sandbox (private libvirtd over an emulated resctrl), nova-compute with the
-RDT-aware driver, rdt-virt-agent and Ceilometer's compute polling agent.
+sandbox (private libvirtd over an emulated resctrl, listening on TCP on
+the host's own loopback address for live migrations), nova-compute with the
+RDT-aware driver, rdt-virt-agent and Ceilometer's compute polling agent,
+and last Watcher (API, decision engine, applier; :mod:`.watcher`).
 The rdt-virt parts of the configuration are written by the DevStack plugin
 itself (``devstack/plugin.sh`` with ``devstack/standalone.sh``), so the
 cloud and DevStack cannot drift apart. ``down`` stops every process and
@@ -44,11 +46,12 @@ from rdt_virt.cloud import ini
 from rdt_virt.cloud import mariadb
 from rdt_virt.cloud import process
 from rdt_virt.cloud import services
+from rdt_virt.cloud import watcher
 
 DEFAULT_DIR = '/var/lib/rdt-virt/cloud'
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 DATABASES = ('keystone', 'placement', 'glance', 'neutron', 'nova_api',
-             'nova_cell0', 'nova_cell1', 'gnocchi')
+             'nova_cell0', 'nova_cell1', 'gnocchi', 'watcher')
 WSGI = {
     # name: (port key, WSGI module, config environment)
     'keystone': ('keystone', 'keystone.wsgi.api',
@@ -64,6 +67,7 @@ WSGI = {
     'nova-api': ('nova', 'nova.wsgi.osapi_compute',
                  {'OS_NOVA_CONFIG_DIR': 'nova',
                   'OS_NOVA_CONFIG_FILES': 'api-paste.ini;nova.conf'}),
+    'watcher-api': ('watcher', 'watcher.wsgi.api', {}),
 }
 CATALOG = (
     # (user, service name, type, port key, path)
@@ -73,6 +77,7 @@ CATALOG = (
     ('nova', 'nova', 'compute', 'nova', '/v2.1'),
     ('gnocchi', 'gnocchi', 'metric', 'gnocchi', ''),
     ('ceilometer', None, None, None, None),
+    watcher.CATALOG_ENTRY,
 )
 
 
@@ -152,7 +157,8 @@ class Cloud(object):
         steps += [('compute host %s (%s)' % (host, profile),
                    lambda h=host, p=profile: self.start_compute(h, p))
                   for host, profile in services.COMPUTES]
-        steps += [('cells', self.discover_hosts)]
+        steps += [('cells', self.discover_hosts),
+                  ('Watcher', lambda: watcher.start(self))]
         for what, step in steps:
             t = time.monotonic()
             step()
@@ -224,7 +230,7 @@ class Cloud(object):
                             stderr=subprocess.DEVNULL,
                             env=dict(os.environ, ERL_EPMD_PORT=str(port)))
 
-    def uwsgi(self, name):
+    def uwsgi(self, name, extra=()):
         port_key, module, conf_env = WSGI[name]
         env = {k: (self.layout.etc(v) if k.endswith('_DIR') else v)
                for k, v in conf_env.items()}
@@ -242,7 +248,8 @@ class Cloud(object):
             '--buffer-size', '65535', '--http-chunked-input',
             '--chunked-input-limit', '4096000',
             '--hook-master-start', 'unix_signal:15 gracefully_kill_them_all',
-            '--thunder-lock'], env=self.env(**env), marker=module)
+            '--thunder-lock'] + list(extra), env=self.env(**env),
+            marker=module)
         self.daemons.wait_port(name, self.layout.ports[port_key],
                                timeout=300)
 
@@ -288,14 +295,15 @@ class Cloud(object):
                            project_domain_name='Default')
         return session.Session(auth=auth)
 
-    def register_services(self):
+    def register_services(self, catalog=CATALOG):
         from keystoneclient.v3 import client
         ks = client.Client(session=self.admin_session())
-        service_project = ks.projects.create('service', 'default')
+        service_project = (ks.projects.list(name='service') or
+                           [ks.projects.create('service', 'default')])[0]
         admin_role = ks.roles.find(name='admin')
         service_role = (ks.roles.list(name='service') or
                         [ks.roles.create('service')])[0]
-        for user, name, kind, port, path in CATALOG:
+        for user, name, kind, port, path in catalog:
             u = ks.users.create(user, domain='default',
                                 password=services.PASSWORD,
                                 default_project=service_project)
@@ -392,6 +400,7 @@ class Cloud(object):
             NOVA_CPU_CONF=nova_cpu, CEILOMETER_CONF=ceilo,
             RDT_VIRT_EMULATE='True', RDT_VIRT_EMULATED_PROFILE=profile,
             RDT_VIRT_SANDBOX_DIR=sandbox, RDT_VIRT_SANDBOX_HOSTNAME=host,
+            RDT_VIRT_SANDBOX_LISTEN=services.ADDRESSES[host],
             RDT_VIRT_CONF_DIR=self.host_dir(host, 'etc'),
             RDT_VIRT_STATE_FILE=state_file,
             RDT_VIRT_CEILOMETER_POLLING=self.layout.etc(
@@ -410,12 +419,32 @@ class Cloud(object):
             sandbox, 'private', 'run', 'libvirt', 'libvirt-sock')
         ini.iniset(ceilo, 'DEFAULT', 'libvirt_uri', uri)
         tool = self.layout.tool('nova-compute')
-        self.daemons.start('%s-nova-compute' % host, [
-            tool, '--config-file', nova_cpu], env=self.env(), marker=nova_cpu)
+        self.daemons.start('%s-nova-compute' % host, self.in_sandbox(host, [
+            tool, '--config-file', nova_cpu]), env=self.env(),
+            marker=nova_cpu)
         tool = self.layout.tool('ceilometer-polling')
         self.daemons.start('%s-ceilometer-polling' % host, [
             tool, '--polling-namespaces', 'compute', '--config-file', ceilo],
             env=self.env(), marker=ceilo)
+
+    def in_sandbox(self, host, argv):
+        """``argv`` run in the mount namespace of ``host``'s sandbox.
+
+        There, and only there, the host's own instance directory is bound
+        on the ``instances_path`` that both hosts' nova-compute use: two
+        hosts with local disks at the same path, as Nova expects of a
+        block migration (its destination domain keeps the source's disk
+        paths). QEMU runs in the same namespace.
+        """
+        from rdt_virt.sandbox import launcher
+        pid = launcher.Sandbox(self.host_dir(host, 'sandbox')).pid
+        if not pid:
+            raise CloudError('the sandbox of %s is not running' % host)
+        enter = ['nsenter', '--target', str(pid), '--mount']
+        process.run(enter + ['mount', '--bind', services.instances_dir(
+            self.layout, host), self.layout.path('state', 'instances')],
+            env=self.env(), log=self.daemons.log_file('mounts'))
+        return enter + argv
 
     def stop_sandboxes(self):
         from rdt_virt.sandbox import launcher

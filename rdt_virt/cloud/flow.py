@@ -27,6 +27,7 @@ import time
 import urllib.request
 
 from rdt_virt.agent import state as state_mod
+from rdt_virt.cloud import flow_watcher
 from rdt_virt.cloud import services
 from rdt_virt.sandbox import guest
 
@@ -109,7 +110,12 @@ class Flow(object):
         self.step('resctrl on each host', self.resctrl)
         self.step('Telemetry in Gnocchi', self.gnocchi)
         self.step('Telemetry in Prometheus', self.prometheus)
-        self.step('Resize, rebuild, live migration', self.lifecycle)
+        self.step('Resize and rebuild', self.lifecycle)
+        self.step('Live migration', self.live_migration)
+        self.step('Watcher with rdt-virt\'s strategy', self.watcher_services)
+        self.step('Watcher moves a noisy neighbour', self.watcher_loop)
+        self.step('Measures of the live-migrated server',
+                  self.live_migration_measures)
         self.step('Delete all: back to zero', self.delete_all)
         self.step('Priority classes: a high server and %d low ones' % LOW,
                   self.priority_boot)
@@ -446,36 +452,190 @@ class Flow(object):
         self.expect(server['status'] == 'ACTIVE' and
                     server['OS-EXT-SRV-ATTR:host'] == 'compute1',
                     'noisy-3 is rebuilt, ACTIVE on compute1')
-        # Live migration: a noisy server gives its CLOSID back, and the
-        # protected one is to move in beside the other noisy ones, as in
-        # the reference scenario. libvirt refuses to migrate a disk on a
-        # local file system, and the two sandboxes' libvirtd cannot reach
-        # each other (contributor guide, "Live migration"): Nova then sets
-        # the server to ERROR, its domain still running at the source.
-        self.os('server', 'delete', '--wait', 'noisy-%d' % NOISY)
-        source = self._show('protected')['OS-EXT-SRV-ATTR:host']
-        self.os('server', 'migrate', '--live-migration', '--host',
-                'compute1', '--wait', 'protected', check=False)
-        after = self.wait('the live migration to end', lambda: self._state(
-            'protected', ('ACTIVE', 'ERROR')))
-        if after['status'] == 'ACTIVE':
-            self.expect(after['OS-EXT-SRV-ATTR:host'] == 'compute1',
-                        'protected is live-migrated from %s to compute1' %
-                        source)
-        else:
-            self.table('server', 'migration', 'list', '--server',
-                       'protected', '-c', 'Source Compute', '-c',
-                       'Dest Compute', '-c', 'Status', '-c', 'Type')
-            self.out('  live migration between the sandboxes is not '
-                     'possible: see the contributor guide')
-            self.os('server', 'set', '--state', 'active', '--auto-approve',
-                    'protected')
-            after = self._state('protected', ('ACTIVE',))
-            self.expect(after and after['OS-EXT-SRV-ATTR:host'] == source,
-                        'protected is ACTIVE again on %s' % source)
         self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
                    '-c', 'Flavor', '-c', 'Host')
+
+    # Live migration ------------------------------------------------------
+
+    def _host_of(self, name):
+        return self._show(name)['OS-EXT-SRV-ATTR:host']
+
+    def _migrations(self, name):
+        self.table('server', 'migration', 'list', '--server', name, '-c',
+                   'Source Compute', '-c', 'Dest Compute', '-c', 'Status',
+                   '-c', 'Type')
+        return self.os('server', 'migration', 'list', '--server', name,
+                       parse=True, show=False)
+
+    def _settled(self, name):
+        """The server once no task runs on it (ACTIVE, or ERROR raises)."""
+        server = self._state(name, ('ACTIVE',))
+        return server if server and not server.get(
+            'OS-EXT-STS:task_state') else None
+
+    def _usages(self):
+        """{provider name: {resource class: usage}}."""
+        return {rp['name']: {u['resource_class']: u['usage'] for u in self.os(
+            'resource', 'provider', 'usage', 'show', rp['uuid'], parse=True,
+            show=False)} for rp in self.os('resource', 'provider', 'list',
+                                           parse=True, show=False)}
+
+    def _agent_instances(self, host):
+        from rdt_virt.agent import state
+        try:
+            return set(state.load(self.cloud.host_dir(
+                host, 'host-state.json'))['instances'])
+        except (OSError, state.InvalidStateFile):
+            return set()
+
+    def _gnocchi_measures(self, uuid, meter):
+        rc, text = self.sh(self.cloud.layout.tool('gnocchi'), 'measures',
+                           'show', '--resource-id', uuid, '--refresh', meter,
+                           '-f', 'json', check=False, show=False)
+        try:
+            # JSON on stdout, Python's warnings after it.
+            return json.JSONDecoder().raw_decode(
+                text[text.index('['):])[0] if not rc else []
+        except ValueError:
+            return []
+
+    def live_migration(self):
+        """Live migration with RDT claims, and one the pre-checks refuse.
+
+        The protected server moves from compute2 to compute1, beside the
+        noisy ones, once one of them gives its CLOSID back; then a noisy
+        server, whose bandwidth limit needs MBA, is refused compute2.
+        """
+        self.os('server', 'delete', '--wait', 'noisy-%d' % NOISY)
+        uuid = self._show('protected')['id']
+        source = self._host_of('protected')
+        self.expect(source == 'compute2', 'protected runs on compute2')
+        self.os('server', 'migrate', '--live-migration', '--host',
+                'compute1', '--wait', 'protected', check=False)
+        server = self.wait('the live migration to end', lambda: self._settled(
+            'protected'), timeout=300)
+        moved = time.time()
+        migration = self._migrations('protected')[0]
+        self.expect(server['OS-EXT-SRV-ATTR:host'] == 'compute1' and
+                    migration['Status'] == 'completed',
+                    'protected is live-migrated from compute2 to compute1, '
+                    'ACTIVE, its migration completed')
+        self.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
+                   '-c', 'Flavor', '-c', 'Host')
+
+        # Placement: the allocation moved with it.
+        allocations = self.os('resource', 'provider', 'allocation', 'show',
+                              uuid, parse=True)
+        providers = {rp['uuid']: rp['name'] for rp in self.os(
+            'resource', 'provider', 'list', parse=True, show=False)}
+        self.expect([providers.get(a['resource_provider'])
+                     for a in allocations] == ['compute1'] and
+                    allocations[0]['resources'].get('CUSTOM_RDT_CLOSID') == 1,
+                    "protected's allocation, its CLOSID included, is on "
+                    "compute1 alone")
+        usages = self._usages()
+        self.expect(usages['compute1'].get('CUSTOM_RDT_CLOSID') == NOISY and
+                    usages['compute2'].get('CUSTOM_RDT_CLOSID') == 0,
+                    'Placement counts %d CLOSIDs on compute1, none on '
+                    'compute2' % NOISY)
+
+        # The claims: one group per server on each host, with its vCPU.
         self.resctrl()
+
+        # The agents: the destination's picks it up, the source's forgets.
+        def agents():
+            return (uuid in self._agent_instances('compute1') and
+                    uuid not in self._agent_instances('compute2'))
+        self.wait("the agents' state files to follow", agents, timeout=120,
+                  interval=5)
+        self.expect(agents(), "compute1's agent has protected in its state "
+                    "file, compute2's no longer")
+
+        # Prometheus: its series are exported by compute1's agent and
+        # Ceilometer's poller, and by nothing on compute2.
+        def series():
+            found = {host: {u for _, u in self.scrape(
+                kind, host, label, names, show=False)}
+                for host, _ in services.COMPUTES
+                for kind, label, names in self.EXPORTERS[:1]}
+            agent = {host: {u for _, u in self.scrape(
+                kind, host, label, names, show=False)}
+                for host, _ in services.COMPUTES
+                for kind, label, names in self.EXPORTERS[1:]}
+            return (uuid in found['compute1'] and uuid in agent['compute1']
+                    and uuid not in found['compute2'] and
+                    uuid not in agent['compute2'])
+        self.wait('the Prometheus series to move host', series,
+                  timeout=150, interval=10)
+        for kind, label, names in self.EXPORTERS:
+            self.scrape(kind, 'compute1', label, names)
+        self.expect(series(), "protected's series are on compute1's "
+                    "exporters, none on compute2's")
+
+        self.refused_live_migration()
+        self.migrated = (uuid, moved)
+
+    def live_migration_measures(self):
+        """Gnocchi still receives the moved server's measures.
+
+        The same resource, and a measure in a window that began after the
+        move (ceilometer-low keeps 5-minute means), which only the
+        destination's poller can have sent. A step of its own, after the
+        Watcher steps, so that the window has mostly passed by then.
+        """
+        uuid, moved = self.migrated
+        gn = self.cloud.layout.tool('gnocchi')
+        window = int(moved // 300 * 300)
+
+        def after():
+            import datetime
+            return [m for m in self._gnocchi_measures(
+                uuid, 'memory.bandwidth.total')
+                if datetime.datetime.fromisoformat(
+                    m['timestamp']).timestamp() > window and m['value'] > 0]
+        self.wait("a measure of protected after the move", after,
+                  timeout=480, interval=15)
+        self.sh(gn, 'measures', 'show', '--resource-id', uuid, '--refresh',
+                'memory.bandwidth.total')
+        self.expect(after(), "Gnocchi keeps receiving protected's "
+                    "memory.bandwidth.total after the move")
+
+    def refused_live_migration(self):
+        # compute2 has no MBA: the noisy servers' bandwidth limit cannot be
+        # held there. The scheduler's RDTFilter refuses the requested host
+        # (Nova's reason names no filter for a move).
+        before = self._usages()
+        # The API answers the request itself: the conductor's pre-checks
+        # (the scheduler, with RDTFilter) run before it returns.
+        rc, text = self.os('server', 'migrate', '--live-migration', '--host',
+                           'compute2', 'noisy-1', check=False)
+        self.expect(rc != 0 and '400' in text and 'No valid host' in text,
+                    'the request is refused with HTTP 400: no valid host')
+        self.wait('the refused migration to end', lambda: [
+            m for m in self.os('server', 'migration', 'list', '--server',
+                               'noisy-1', parse=True, show=False)
+            if m['Status'] in ('error', 'failed')], timeout=180)
+        server = self.wait('noisy-1 ACTIVE', lambda: self._settled(
+            'noisy-1'))
+        self._migrations('noisy-1')
+        self.os('server', 'event', 'list', 'noisy-1')
+        self.expect(server['OS-EXT-SRV-ATTR:host'] == 'compute1',
+                    'a live migration of noisy-1 to compute2 (no MBA) is '
+                    'refused; noisy-1 stays ACTIVE on compute1')
+        self.expect(self._usages() == before,
+                    'Placement usages are unchanged')
+
+    # Watcher (rdt_virt.cloud.flow_watcher) -------------------------------
+
+    # bytes/s the two low-priority burn guests must use together: each
+    # uses well over 100 MB/s unthrottled on the emulated hosts.
+    WATCHER_THRESHOLD = 50 * 10 ** 6
+
+    def watcher_services(self):
+        flow_watcher.services(self)
+
+    def watcher_loop(self):
+        flow_watcher.loop(self, self.WATCHER_THRESHOLD)
 
     def delete_all(self):
         servers = self.os('server', 'list', parse=True, show=False)

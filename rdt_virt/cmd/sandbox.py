@@ -139,6 +139,11 @@ def main(argv=None):
                          '(its own UTS namespace), which libvirt reports and '
                          'Nova names its node after (default: the '
                          "machine's)")
+        cmd.add_argument('--listen', metavar='ADDRESS',
+                         help='libvirtd also listens on TCP on this loopback '
+                              'address (e.g. 127.0.0.2), without '
+                              'credentials: live migration between '
+                              'sandboxes')
         cmd.add_argument('--cache-dir', default=DEFAULT_CACHE,
                          help="libvirt's QEMU capability cache, kept across "
                               "sandboxes (default %(default)s)")
@@ -185,8 +190,10 @@ def main(argv=None):
                               cmdline=getattr(args, 'cmdline', None),
                               mba_effect=getattr(args, 'mba_effect', True),
                               from_tree=getattr(args, 'from_tree', None),
-                              hostname=getattr(args, 'hostname', None))
-    except (kernels.UnknownKernel, fromtree.TreeError) as e:
+                              hostname=getattr(args, 'hostname', None),
+                              listen=getattr(args, 'listen', None))
+    except (kernels.UnknownKernel, fromtree.TreeError,
+            launcher.SandboxError) as e:
         print('rdt-virt-sandbox: %s' % e, file=sys.stderr)
         return 2
     try:

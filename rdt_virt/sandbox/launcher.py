@@ -12,6 +12,7 @@
 
 """Start, find and stop a sandbox from outside its namespace."""
 
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -64,12 +65,20 @@ class Sandbox(object):
     :param mba_effect: MB throttles slow the throttled threads (guests'
         vCPUs) down, not only the emulated counters (see
         :mod:`rdt_virt.emulator.enforce`).
+    :param listen: a loopback address (``127.0.0.2``) on which libvirtd
+        also listens on TCP, without credentials, for live migrations
+        between sandboxes (see :func:`rdt_virt.sandbox.namespace.listen_conf`).
     """
 
     def __init__(self, directory, profile='reference', cache_dir=None,
                  kernel=None, cmdline=None, from_tree=None, mba_effect=True,
-                 hostname=None):
+                 hostname=None, listen=None):
         self.paths = layout.Paths(directory, cache_dir)
+        # Loopback only: the TCP socket has no authentication.
+        if listen is not None and not _is_loopback(listen):
+            raise SandboxError('libvirtd listens without credentials, so '
+                               'only on a loopback address, not %r' % listen)
+        self.listen = listen
         # Its own host name (UTS namespace): two sandboxes on one machine
         # are two hypervisors to Nova, which names nodes after libvirt's
         # host name.
@@ -90,6 +99,14 @@ class Sandbox(object):
     def pid(self):
         """Pid of the process holding the namespace."""
         return self.info and self.info['pid']
+
+    @property
+    def tcp_uri(self):
+        """libvirt URI of the TCP socket (None unless it listens)."""
+        if not self.listen:
+            return None
+        host = '[%s]' % self.listen if ':' in self.listen else self.listen
+        return 'qemu+tcp://%s/system' % host
 
     @property
     def uri(self):
@@ -173,6 +190,8 @@ class Sandbox(object):
             '--resctrl', self.paths.resctrl]
         if self.hostname:
             cmd += ['--hostname', self.hostname]
+        if self.listen:
+            cmd += ['--listen', self.listen]
         if self.from_tree:
             cmd += ['--from-tree', self.from_tree]
         if self.paths.cache_dir:
@@ -223,6 +242,13 @@ class Sandbox(object):
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def _is_loopback(address):
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def _emulator_pid(path):

@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 from rdt_virt.emulator import fromtree
 from rdt_virt.emulator import launcher as emulator
@@ -64,6 +65,31 @@ LIBVIRTD_CONF = '''
 # (org.libvirt.unix.monitor); "none" does the same without it.
 auth_unix_ro = "none"
 '''
+
+
+def listen_conf(address, hostname=None):
+    """(libvirtd.conf, qemu.conf) additions for live migration.
+
+    The sandbox's libvirtd listens on TCP on *address* (a loopback address
+    of its own: the sandboxes share the machine's network namespace), and
+    QEMU's migration streams and NBD disk copies use that address too.
+    There are no credentials (``auth_tcp = "none"``): only loopback
+    reaches it. libvirt refuses to migrate a guest to a host with its own
+    host UUID, which it reads from the machine's SMBIOS, the same for every
+    sandbox here; each gets one derived from its name and address.
+    """
+    host_uuid = uuid.uuid5(uuid.NAMESPACE_DNS, '%s.%s.rdt-virt-sandbox' % (
+        hostname or 'sandbox', address))
+    libvirtd = ('\n# Added by rdt-virt-sandbox --listen: TCP on a loopback '
+                'address, no\n# credentials.\n'
+                'listen_tls = 0\nlisten_tcp = 1\nlisten_addr = "%s"\n'
+                'auth_tcp = "none"\nhost_uuid = "%s"\n' % (address,
+                                                           host_uuid))
+    qemu = ('\n# Added by rdt-virt-sandbox --listen: incoming migrations '
+            'and disk\n# copies on the same address.\n'
+            'migration_address = "%s"\nmigration_host = "%s"\n' % (
+                address, address))
+    return libvirtd, qemu
 
 
 def _run(*cmd):
@@ -108,8 +134,11 @@ def overlay_cpu_caches(paths, profile):
              os.path.join(CPU_SYSFS, cpu, 'cache'))
 
 
-def private_libvirt(paths):
-    """Bind private copies of libvirt's config and state directories."""
+def private_libvirt(paths, listen=None, hostname=None):
+    """Bind private copies of libvirt's config and state directories.
+
+    *listen*: the address libvirtd listens on (see :func:`listen_conf`).
+    """
     etc = paths.private('/etc/libvirt')
     os.makedirs(os.path.join(etc, 'qemu', 'networks'), exist_ok=True)
     # Only the daemons' configuration files: the host's domain and network
@@ -118,10 +147,11 @@ def private_libvirt(paths):
         src = os.path.join('/etc/libvirt', name)
         if os.path.isfile(src):
             shutil.copy2(src, etc)
+    libvirtd, qemu = listen_conf(listen, hostname) if listen else ('', '')
     with open(os.path.join(etc, 'qemu.conf'), 'a') as f:
-        f.write(QEMU_CONF)
+        f.write(QEMU_CONF + qemu)
     with open(os.path.join(etc, 'libvirtd.conf'), 'a') as f:
-        f.write(LIBVIRTD_CONF)
+        f.write(LIBVIRTD_CONF + libvirtd)
     for target in layout.PRIVATE_DIRS:
         src = paths.private(target)
         os.makedirs(src, exist_ok=True)
@@ -140,10 +170,11 @@ def wait_for(path, what, timeout, check=None):
         time.sleep(0.05)
 
 
-def start_daemons():
+def start_daemons(listen=False):
     _run(*VIRTLOGD)
     wait_for('/run/libvirt/virtlogd-sock', 'virtlogd socket', 30)
-    _run(*LIBVIRTD)
+    # --listen: the TCP socket of libvirtd.conf's listen_tcp as well.
+    _run(*(LIBVIRTD + (['--listen'] if listen else [])))
     wait_for('/run/libvirt/libvirt-sock', 'libvirtd socket', 60)
 
 
@@ -211,6 +242,9 @@ def main(argv=None):
                         help='the emulated resctrl, mounted outside')
     parser.add_argument('--hostname', help='host name inside (needs a UTS '
                         'namespace): what libvirt, and so Nova, report')
+    parser.add_argument('--listen', metavar='ADDRESS',
+                        help='libvirtd also listens on TCP on this loopback '
+                        'address, without credentials (live migration)')
     args = parser.parse_args(argv)
     paths = layout.Paths(args.dir, args.cache_dir)
     if args.from_tree:
@@ -228,9 +262,9 @@ def main(argv=None):
         ident = layout.write_marker()
         _run('mount', '--bind', args.resctrl, RESCTRL)
         overlay_cpu_caches(paths, profile)
-        private_libvirt(paths)
+        private_libvirt(paths, args.listen, args.hostname)
         _log('mounts ready')
-        start_daemons()
+        start_daemons(bool(args.listen))
         _log('daemons started')
         t0 = time.monotonic()
         warm_up(120)

@@ -20,10 +20,15 @@ step fails at the first): server states and hosts, the RDT fault of a
 server no host can serve, the protected server's work growing in its
 console log, Placement's CLOSID usages, one resctrl group
 with its vCPU thread per server, Gnocchi's measures of the three meters,
-the same meters on Ceilometer's and the agent's Prometheus exporters, and
-usages, groups and exported series back to zero after the deletion; then
-a high-priority server and low-priority ones, which the agent's controller
-throttles and releases once the high one is paused. Needs root,
+the same meters on Ceilometer's and the agent's Prometheus exporters, a
+live migration with its claims, allocations, groups, agents, exported
+series and Gnocchi measures checked on both hosts and one the scheduler
+refuses, Watcher's services with rdt-virt's strategy and an audit whose
+action plan moves a noisy low-priority server off the protected one's
+host, and usages, groups and exported series back to zero after the
+deletion; then a high-priority server and low-priority ones, which the
+agent's controller throttles and releases once the high one is paused.
+Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
 (``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); run with
 ``tox -e cloud``.
@@ -116,8 +121,20 @@ class TestCloud(testtools.TestCase):
     def test_5b_prometheus_exporters(self):
         self.run_step(self.flow.prometheus)
 
-    def test_6_resize_rebuild_migrate(self):
+    def test_6_resize_rebuild(self):
         self.run_step(self.flow.lifecycle)
+
+    def test_6b_live_migration(self):
+        self.run_step(self.flow.live_migration)
+
+    def test_6c_watcher_runs_with_rdt_virts_strategy(self):
+        self.run_step(self.flow.watcher_services)
+
+    def test_6d_watcher_moves_a_noisy_neighbour(self):
+        self.run_step(self.flow.watcher_loop)
+
+    def test_6e_measures_of_the_live_migrated_server(self):
+        self.run_step(self.flow.live_migration_measures)
 
     def test_7_delete_all(self):
         self.run_step(self.flow.delete_all)

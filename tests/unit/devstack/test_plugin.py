@@ -211,6 +211,19 @@ class TestDevStackPlugin(base.TestCase):
                        '%s/rdt-virt-sandbox run --dir %s --profile cdp '
                        '--hostname compute2' % (self.bin, sandbox_dir), '',
                        'root'), calls)
+        cpu = self.inisets(calls, '/etc/nova/nova-cpu.conf')
+        self.assertNotIn(('libvirt', 'live_migration_inbound_addr'), cpu)
+        # Its own loopback address, where live migrations arrive.
+        env['RDT_VIRT_SANDBOX_LISTEN'] = '127.0.0.3'
+        calls = self.run_plugin(services, phases=PHASES[1:2], **env)
+        self.assertIn(('run_process', SANDBOX,
+                       '%s/rdt-virt-sandbox run --dir %s --profile cdp '
+                       '--hostname compute2 --listen 127.0.0.3' % (
+                           self.bin, sandbox_dir), '', 'root'), calls)
+        cpu = self.inisets(calls, '/etc/nova/nova-cpu.conf')
+        self.assertEqual('127.0.0.3',
+                         cpu[('libvirt', 'live_migration_inbound_addr')])
+        self.assertEqual('tcp', cpu[('libvirt', 'live_migration_scheme')])
 
         calls = self.run_plugin(services, phases=PHASES[3:4], **env)
         self.assertEqual([('stop_process', 'rdt-virt-agent'),

@@ -1,0 +1,131 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""rdt_noisy_neighbor inside Watcher: its model, solution and actions.
+
+Needs python-watcher (the cloud's environment: ``tox -e cloud``); skipped
+elsewhere. Watcher's own compute model and solution; Gnocchi's answers
+are given per instance, as its client returns them ([time, granularity,
+value] points).
+"""
+
+import testtools
+
+from tests import base
+
+try:
+    from watcher.common import utils as watcher_utils
+    from watcher.decision_engine.model import element
+    from watcher.decision_engine.model import model_root
+    from watcher.decision_engine.solution import default as solution_mod
+
+    from watcher_plugin import strategy
+except ImportError:
+    strategy = None
+
+GB = 10 ** 9
+
+
+class Measures(object):
+    """Gnocchi's metric API as the strategy calls it, with fixed points."""
+
+    def __init__(self, points):
+        self.points = points
+        self.calls = []
+
+    def get_measures(self, metric, resource_id, **kwargs):
+        self.calls.append((metric, resource_id, kwargs))
+        if (metric, resource_id) not in self.points:
+            raise LookupError('Metric %s not found' % metric)
+        return self.points[metric, resource_id]
+
+
+class Datasource(object):
+    NAME = 'gnocchi'
+
+    def __init__(self, points):
+        self.gnocchi = type('Client', (), {})()
+        self.gnocchi.metric = Measures(points)
+
+
+@testtools.skipIf(strategy is None, 'python-watcher is not installed')
+class TestStrategy(base.TestCase):
+
+    def model(self, room=True):
+        model = model_root.ModelRoot()
+        for name, vcpus in (('compute1', 8), ('compute2', 8 if room else 1)):
+            model.add_node(element.ComputeNode(
+                uuid='node-' + name, hostname=name, memory=4096,
+                memory_mb_reserved=0, disk=100, disk_gb_reserved=0,
+                vcpus=vcpus, vcpu_reserved=0, memory_ratio=1.0,
+                vcpu_ratio=1.0, disk_ratio=1.0))
+        node1 = model.get_node_by_uuid('node-compute1')
+        node2 = model.get_node_by_uuid('node-compute2')
+        blocker = element.Instance(uuid='blocker', name='blocker', vcpus=1,
+                                   memory=64, disk=1, metadata={},
+                                   flavor_extra_specs={})
+        model.add_instance(blocker)
+        model.map_instance(blocker, node2)
+        for name, meta, specs in (
+                ('protected', {'watcher-priority': 'high'}, {}),
+                ('low-1', {'watcher-priority': 'low'}, {}),
+                ('low-2', {}, {'hw:rdt_priority': 'low'}),
+                ('normal', {}, {})):
+            inst = element.Instance(uuid=name, name=name, vcpus=2,
+                                    memory=64, disk=1, metadata=meta,
+                                    flavor_extra_specs=specs)
+            model.add_instance(inst)
+            model.map_instance(inst, node1)
+        return model
+
+    def run_strategy(self, model, points, **params):
+        self.datasource = Datasource(points)
+        s = strategy.RDTNoisyNeighbor(config=watcher_utils.Struct(
+            datasources=None))
+        s._compute_model = model
+        s._datasource_backend = self.datasource
+        s.solution = solution_mod.DefaultSolution(goal=s.goal, strategy=s)
+        s.input_parameters = watcher_utils.Struct(dict(
+            period=600.0, granularity=300.0, bandwidth_threshold=GB,
+            level_metric='', floor=10.0, refresh=False, **params))
+        s.do_execute()
+        return s.solution.actions
+
+    def points(self, **bandwidth):
+        return {('memory.bandwidth.total', name): [
+            ['2026-01-01T00:00:00', 300.0, value],
+            ['2026-01-01T00:05:00', 300.0, value]]
+            for name, value in bandwidth.items()}
+
+    def test_live_migration_of_the_noisiest_low_without_destination(self):
+        actions = self.run_strategy(self.model(), self.points(
+            protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}))
+        self.assertEqual([{'action_type': 'migrate', 'input_parameters': {
+            'resource_id': 'low-2', 'migration_type': 'live',
+            'source_node': 'compute1', 'resource_name': 'low-2'}}], actions)
+        # The mean over the audit's window, at its granularity; the normal
+        # instance is not read at all.
+        calls = self.datasource.gnocchi.metric.calls
+        self.assertEqual({'protected', 'low-1', 'low-2'},
+                         {c[1] for c in calls})
+        self.assertEqual(300.0, calls[0][2]['granularity'])
+        self.assertEqual(600, (calls[0][2]['stop'] -
+                               calls[0][2]['start']).total_seconds())
+
+    def test_nothing_without_measures(self):
+        self.assertEqual([], self.run_strategy(self.model(), self.points(
+            protected=GB, **{'low-1': 9 * GB})))
+
+    def test_nothing_when_no_host_has_room(self):
+        self.assertEqual([], self.run_strategy(
+            self.model(room=False), self.points(
+                protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB})))
