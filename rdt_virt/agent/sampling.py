@@ -72,24 +72,24 @@ class Sampling(object):
                  'growth is taken for a counter reset',
                  value / ceiling_mod.GB, source)
 
-    def read_counters(self, caps, counters):
-        """One Reading of a group's counters, each file timed on its own.
+    def _read(self, counters, dirs, events, parse):
+        """One Reading of a group's event files, each timed on its own.
 
         The kernel reads the hardware counter when the file is read, so
         the time of each read is what its value belongs to; a single
         time for all files would blur the rates by however long reading
         the others took.
+
+        :param dirs: ``{domain: directory under mon_data}``.
+        :param parse: turns a file's text into a MonValue.
         """
         group, mon = counters
-        rc = self.resctrl
         values = {}
         times = {}
-        events = sorted(caps.monitor.features)
-        for dom in caps.monitor.domain_ids:
+        for dom, name in dirs.items():
             values[dom] = {}
             for event in events:
-                path = rc.path(group, mon, 'mon_data', 'mon_L3_%02d' % dom,
-                               event)
+                path = self.resctrl.path(group, mon, 'mon_data', name, event)
                 t0 = self.clock()
                 try:
                     with open(path) as f:
@@ -105,45 +105,28 @@ class Sampling(object):
                                                      os.strerror(e.errno))
                     continue
                 times[(dom, event)] = (t0 + self.clock()) / 2
-                values[dom][event] = fs.parse_mon_value(text)
+                values[dom][event] = parse(text)
         return sampler.Reading(
             source=self.monitoring.source_key(counters),
             time=self.clock(), values=values, times=times)
+
+    def read_counters(self, caps, counters):
+        """One Reading of a group's L3 counters (CMT, MBM)."""
+        return self._read(
+            counters, {d: 'mon_L3_%02d' % d for d in caps.monitor.domain_ids},
+            sorted(caps.monitor.features), fs.parse_mon_value)
 
     def read_package(self, caps, counters):
         """One Reading of a group's package telemetry (Intel AET).
 
         ``{package: {event: MonValue}}`` of ``core_energy`` and
-        ``activity``, each file timed on its own like the L3 counters.
+        ``activity``.
         """
-        group, mon = counters
         pkg = caps.package_monitor
-        events = [e for e in telemetry.FIXED_POINT_EVENTS
-                  if e in pkg.features]
-        values, times = {}, {}
-        for package in pkg.domain_ids:
-            values[package] = {}
-            for event in events:
-                path = self.resctrl.path(group, mon, 'mon_data',
-                                         telemetry.pkg_dir(package), event)
-                t0 = self.clock()
-                try:
-                    with open(path) as f:
-                        text = f.read()
-                except FileNotFoundError:
-                    if not os.path.isdir(os.path.dirname(path)):
-                        raise exception.GroupNotFound(path=path,
-                                                      group=mon or group)
-                    continue
-                except OSError as e:
-                    values[package][event] = fs.MonValue(
-                        None, os.strerror(e.errno))
-                    continue
-                times[(package, event)] = (t0 + self.clock()) / 2
-                values[package][event] = telemetry.parse_event(text)
-        return sampler.Reading(
-            source=self.monitoring.source_key(counters),
-            time=self.clock(), values=values, times=times)
+        return self._read(
+            counters, {p: telemetry.pkg_dir(p) for p in pkg.domain_ids},
+            [e for e in telemetry.FIXED_POINT_EVENTS if e in pkg.features],
+            telemetry.parse_event)
 
     def _energy(self, caps, uuid, place):
         """Energy figures of one instance (None without telemetry)."""
