@@ -85,10 +85,11 @@ def loop(flow, bandwidth_threshold):
     flow.os('server', 'set', '--property', 'watcher-priority=high',
             'protected')
     flow.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
-            'rdt.low')
+            'rdt.watcher-low')
     for name in LOW:
         flow.os('--os-compute-api-version', '2.74', 'server', 'create',
-                '--flavor', 'rdt.low', '--image', 'rdt-burn', '--nic', 'none',
+                '--flavor', 'rdt.watcher-low', '--image', 'rdt-burn',
+                '--nic', 'none',
                 '--host', host, '--property', 'watcher-priority=low',
                 '--wait', name)
     flow.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
