@@ -146,6 +146,7 @@ function configure_rdt_virt_ceilometer {
         - memory.bandwidth.total
         - memory.bandwidth.local
         - cpu_l3_cache
+        - memory.bandwidth.limit
 POLLING
 }
 

@@ -16,11 +16,15 @@ Goal ``noisy_neighbor``, as the upstream strategy of that name, but on
 what rdt-virt measures: each instance's ``memory.bandwidth.total``
 (bytes/s, Ceilometer's rdt-virt pollster) averaged over the audit's
 ``period`` at its ``granularity``, its priority class (flavor extra spec
-``hw:rdt_priority``, else server metadata ``watcher-priority``) and, when
-``level_metric`` names a meter that carries them, the controller's
-levels. The decision is :func:`watcher_plugin.relief.choose`; each move is
-a live migration without a destination, so Nova's scheduler (RDTFilter
-included) picks it.
+``hw:rdt_priority``, else server metadata ``watcher-priority``) and the
+bandwidth controller's levels: ``level_metric``, by default
+``memory.bandwidth.limit`` (the MBA value in force on each low-priority
+instance, which the agent publishes), averaged over the same window. A
+host whose low instances sit at ``floor`` all through the window cannot
+throttle further; a low instance without that meter (not controlled by
+the agent) leaves the decision to the bandwidth alone. The decision is
+:func:`watcher_plugin.relief.choose`; each move is a live migration
+without a destination, so Nova's scheduler (RDTFilter included) picks it.
 
 Datasource: Gnocchi. The upstream Gnocchi helper's
 ``statistic_aggregation`` returns the last point of the window, not its
@@ -39,6 +43,7 @@ from watcher_plugin import relief
 
 LOG = log.getLogger(__name__)
 BANDWIDTH = 'memory.bandwidth.total'
+LIMIT = 'memory.bandwidth.limit'
 
 
 class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
@@ -80,9 +85,11 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
                 'level_metric': {
                     'description': "meter of the controller's levels; "
                                    "empty: levels are not used",
-                    'type': 'string', 'default': ''},
+                    'type': 'string', 'default': LIMIT},
                 'floor': {
-                    'description': "the controller's floor level",
+                    'description': "the controller's floor level (the "
+                                   "agent's [rdt_agent] controller_floor "
+                                   "on percent hosts)",
                     'type': 'number', 'default': 10.0},
                 'refresh': {
                     'description': 'have Gnocchi aggregate what it has not '
@@ -125,7 +132,7 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
         return sum(values) / len(values) if values else None
 
     def _instances(self):
-        level_metric = self.input_parameters.get('level_metric')
+        level_metric = self.input_parameters.get('level_metric', LIMIT)
         seen = []
         for node in self.compute_model.get_all_compute_nodes().values():
             for inst in self.compute_model.get_node_instances(node):
@@ -163,7 +170,8 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
                         free['disk'] >= inst.disk):
                     return True
             return False
-        floor = params.get('floor') if params.get('level_metric') else None
+        floor = params.get('floor', 10.0) if params.get(
+            'level_metric', LIMIT) else None
         moves, reasons = relief.choose(
             [one for one, _, _ in seen], has_room,
             params.get('bandwidth_threshold', 1.0e9), floor)

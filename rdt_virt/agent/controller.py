@@ -266,7 +266,7 @@ def _floor(member, scale, params, capacity):
                _ceiling(member, scale))
 
 
-def _current(member, levels, scale):
+def in_force(member, levels, scale):
     """The value in force: the controller's level, else the ceiling."""
     level = levels.get(member.uuid)
     return _ceiling(member, scale) if level is None else level
@@ -297,7 +297,7 @@ def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
                                               m.uuid)):
         if covered >= excess:
             break
-        current = _current(member, levels, scale)
+        current = in_force(member, levels, scale)
         floor = _floor(member, scale, params, capacity)
         if current <= floor:
             continue

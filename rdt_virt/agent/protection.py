@@ -90,6 +90,8 @@ class Protection(object):
         self.params = params_from(opts, self.period)
         self.state = ctl.State()
         self.reports = {}
+        # {uuid: MBA value in force} of the low instances, for readers.
+        self.limits = {}
         self.unit = None
         self._next = None
         self._resumed_at = None
@@ -189,11 +191,14 @@ class Protection(object):
         self.unit = scale.unit
         if not self.opts.controller_enabled:
             self.state = ctl.State()
+            self.limits = {}
             return ()
         decision = ctl.decide(members, self.state, scale, self.params, now,
                               capacities)
         self.state = decision.state
         self.reports = decision.reports
+        self.limits = {m.uuid: ctl.in_force(m, self.state.levels, scale)
+                       for m in members if m.priority == ctl.LOW}
         for c in decision.changes:
             report = decision.reports[c.domain]
             LOG.info('Bandwidth controller: domain %d, pressure %s, '

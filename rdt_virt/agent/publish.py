@@ -42,7 +42,8 @@ def _round(value):
 
 def build(time, interval, instances, placements, rates, rotation=None,
           rmids_total=0, rmids_used=0, closids_total=0, closids_used=0,
-          mon_budget=0, extra=None, energy=None, levels=None):
+          mon_budget=0, extra=None, energy=None, levels=None,
+          limits=None):
     """The state document for one sample.
 
     :param time: wall-clock time of the sample (epoch seconds).
@@ -55,6 +56,9 @@ def build(time, interval, instances, placements, rates, rotation=None,
     :param energy: ``{uuid: Energy}`` on hosts with package telemetry,
         else None.
     :param levels: ``{uuid: level}`` the bandwidth controller holds.
+    :param limits: ``{uuid: value}`` the MBA value in force for each
+        low-priority instance: its level, else its static cap, else the
+        host's maximum.
     """
     docs = {}
     monitored = 0
@@ -79,6 +83,7 @@ def build(time, interval, instances, placements, rates, rotation=None,
             'policy': dict(inst.policy),
             'priority': inst.priority,
             'level': (levels or {}).get(uuid),
+            'mb_limit': (limits or {}).get(uuid),
             'mbm_total_bps': _round(rate.mbm_total_bps),
             'mbm_local_bps': _round(rate.mbm_local_bps),
             'llc_occupancy_bytes': rate.llc_occupancy_bytes,

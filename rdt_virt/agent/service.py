@@ -500,7 +500,8 @@ class Agent(object):
         if changes:
             # Put the new levels in force now, not at the next tick.
             self.request_full()
-        return self.protection.levels, self.protection.host_doc()
+        return (self.protection.levels, self.protection.host_doc(),
+                self.protection.limits)
 
     # The loop --------------------------------------------------------------
 

@@ -39,6 +39,7 @@ Document (JSON)::
              "llc_occupancy_bytes": 3.0e6,
              "priority": "low",           # hw:rdt_priority
              "level": 50,                 # controller's level, null: none
+             "mb_limit": 50,              # MBA value in force (low only)
              "reason": null}}}          # why values are null, if they are
 
 Rates are bytes per second over the last interval; null means no value
@@ -78,7 +79,7 @@ _NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
             'rmids_total', 'rmids_used', 'closids_total', 'closids_used',
             'mon_budget', 'monitored', 'instances', 'coverage',
             'mon_coverage', 'power_watts', 'energy_joules', 'activity_fps',
-            'level')
+            'level', 'mb_limit')
 _TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason',
           'priority')
 

@@ -763,6 +763,7 @@ class Flow(object):
                     any(c.endswith('%') for n in held for c in rows[n][0]),
                     'rdt-virt top shows the classes and the levels')
         self.priority_exported(held)
+        self.priority_archived(held)
 
     def priority_released(self):
         self.os('server', 'pause', 'high')
@@ -786,6 +787,29 @@ class Flow(object):
         self._top()
         self.priority_exported([])
         self.os('server', 'delete', '--wait', 'high', *self._low_names())
+
+    LIMIT = 'memory.bandwidth.limit'
+
+    def priority_archived(self, held):
+        """Gnocchi keeps the throttling: the low servers' limit meter.
+
+        The archive policy keeps 5-minute means, so a point below 100 %
+        says the controller held the server for part of those minutes.
+        """
+        uuids = {n: self._show(n)['id'] for n in held}
+
+        def below():
+            found = {n: [m['value'] for m in self._gnocchi_measures(
+                u, self.LIMIT)] for n, u in uuids.items()}
+            return found if any(v and v[-1] < 100 for v in found.values()) \
+                else None
+        found = self.wait('Gnocchi to have the throttled %s' % self.LIMIT,
+                          below, timeout=180, interval=10)
+        name = sorted(n for n, v in found.items() if v and v[-1] < 100)[0]
+        self.sh(self.cloud.layout.tool('gnocchi'), 'measures', 'show',
+                '--resource-id', uuids[name], '--refresh', self.LIMIT)
+        self.expect(True, 'Gnocchi archives %s of %s: %s %%' % (
+            self.LIMIT, name, ', '.join('%.0f' % v for v in found[name])))
 
     # The agent's protection series, labelled with the instance's UUID.
     LEVEL = 'rdt_virt_instance_controller_level'

@@ -52,6 +52,28 @@ the L3 cache, memory or I/O. ``power.*`` was not used because Ceilometer's
 aggregation turns it into power over any period), while ``cpu.core.power``
 is the agent's own rate for those who read one value.
 
+Where rdt-virt-agent's bandwidth controller runs, one more, for each
+low-priority instance (``hw:rdt_priority=low``), so that Gnocchi keeps
+when and how far the controller throttled it:
+
+==========================  =====  ====  ===================================
+meter                       type   unit  value
+==========================  =====  ====  ===================================
+``memory.bandwidth.limit``  gauge  %     the MBA value in force: the
+                                         controller's level while it holds
+                                         the instance, else its static cap
+                                         (``hw:mem_bw``), else the host's
+                                         maximum (100 %)
+==========================  =====  ====  ===================================
+
+Its unit is the host's MBA unit: percent of the unthrottled bandwidth
+(Intel, Arm), ``MB/s`` on hosts mounted with ``mba_MBps``, or AMD's
+``1/8 GB/s``. Gnocchi keeps the unit of a metric's first sample, so a cloud
+whose hosts mix these units gets a metric per instance in the unit of the
+host it started on; mixing is rare (one resctrl mount option for all
+hosts of a kind) and the agent's Prometheus series carry the unit per
+sample.
+
 Each sample's metadata carries the instance's rdt-virt group
 (``rdt_group``), its policy (``rdt_policy``), its protection class
 (``rdt_priority``: ``high``, ``normal`` or ``low``) and the level the
@@ -117,6 +139,10 @@ class _StatePollster(plugin_base.PollsterBase):
             cache[CACHE_KEY] = read_state(self.conf.rdt.state_file)
         return cache[CACHE_KEY]
 
+    def unit_of(self, level_unit):
+        """The samples' unit, given the host's MBA unit."""
+        return self.sample_unit
+
     def get_samples(self, manager, cache, resources):
         doc = self._state(cache)
         if doc is None:
@@ -124,6 +150,9 @@ class _StatePollster(plugin_base.PollsterBase):
         instances = doc.get('instances') or {}
         part = (doc.get('host') or {}).get('controller')
         unit = part.get('unit') if isinstance(part, dict) else None
+        sample_unit = self.unit_of(unit)
+        if sample_unit is None:
+            return
         for instance in resources:
             entry = instances.get(instance.id)
             if not entry:
@@ -135,7 +164,7 @@ class _StatePollster(plugin_base.PollsterBase):
                 continue
             yield util.make_sample_from_instance(
                 self.conf, instance, name=self.sample_name,
-                type=self.sample_type, unit=self.sample_unit,
+                type=self.sample_type, unit=sample_unit,
                 volume=value, resource_id=instance.id,
                 additional_metadata={
                     'rdt_group': entry.get('group'),
@@ -180,3 +209,13 @@ class CPUCoreActivityPollster(_StatePollster):
     sample_name = 'cpu.core.activity'
     sample_unit = 'F/s'
     field = 'activity_fps'
+
+
+class MemoryBandwidthLimitPollster(_StatePollster):
+    sample_name = 'memory.bandwidth.limit'
+    field = 'mb_limit'
+    UNITS = {'percent': '%', 'MBps': 'MB/s', 'amd': '1/8 GB/s'}
+
+    def unit_of(self, level_unit):
+        # A document without the controller's unit has no limits either.
+        return self.UNITS.get(level_unit)

@@ -90,6 +90,10 @@ class TestController(base.AgentTestCase):
         self.assertPlaced(normal, P + 'mb30')
         self.assertIsNone(self.level(doc, high))
         self.assertIsNone(self.level(doc, normal))
+        # The value in force, published for the low guests only.
+        self.assertEqual([10, 10, None, None],
+                         [doc['instances'][u]['mb_limit']
+                          for u in lows + [high, normal]])
         self.assertEqual({0: 10, 1: 10}, self.schemata(P + 'mb10')['MB'])
         domains = doc['host']['controller']['domains']
         self.assertEqual({'configured'},
@@ -119,7 +123,10 @@ class TestController(base.AgentTestCase):
             seen.update(self.level(doc, u) for u in lows)
             return all(self.level(doc, u) is None for u in lows)
 
-        self.until(released, 'release')
+        doc = self.until(released, 'release')
+        # Released: the static cap, else the maximum, is in force.
+        self.assertEqual([100, 60], [doc['instances'][u]['mb_limit']
+                                     for u in lows])
         # In steps of 20 points, not at once.
         self.assertLessEqual({30, 50}, seen)
         self.agent.tick()

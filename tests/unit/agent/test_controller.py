@@ -497,6 +497,8 @@ class TestProtection(base.TestCase):
                                                   f.U2: inst_high}, rates)
         self.assertEqual([(f.U1, None, 50)],
                          [(c.uuid, c.old, c.new) for c in changes])
+        # Readers get the value in force of the low instance only.
+        self.assertEqual({f.U1: 50}, prot.limits)
         self.assertIn('domain 0, pressure 1.00, capacity 10.0 GB/s '
                       '(configured): instance %s level static -> 50%%'
                       % f.U1, logs.output[0])
@@ -517,3 +519,16 @@ class TestProtection(base.TestCase):
                                                'level': 30}}})
         self.flags(controller_enabled=False, group='rdt_agent')
         self.assertEqual({}, dict(self.prot.levels))
+        inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
+        self.prot.step(hosts.REFERENCE, {f.U1: inst_low},
+                       {f.U1: sampler.Rates(1e6, total_by_domain={0: 1e6})})
+        self.assertEqual({}, self.prot.limits)
+
+    def test_limits_are_the_ceiling_when_not_held(self):
+        capped = dataclasses.replace(
+            f.inst(uuid=f.U1, bw=f.shared(60)), priority=ctl.LOW)
+        free = dataclasses.replace(f.inst(uuid=f.U2), priority=ctl.LOW)
+        idle = sampler.Rates(1e6, total_by_domain={0: 1e6})
+        self.prot.step(hosts.REFERENCE, {f.U1: capped, f.U2: free},
+                       {f.U1: idle, f.U2: idle})
+        self.assertEqual({f.U1: 60, f.U2: 100}, self.prot.limits)

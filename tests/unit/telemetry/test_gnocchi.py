@@ -22,7 +22,8 @@ from rdt_virt.telemetry import gnocchi
 from tests import base
 
 METERS = ['memory.bandwidth.total', 'memory.bandwidth.local', 'cpu_l3_cache',
-          'cpu.core.power', 'cpu.core.energy', 'cpu.core.activity']
+          'cpu.core.power', 'cpu.core.energy', 'cpu.core.activity',
+          'memory.bandwidth.limit']
 
 BASE = {
     'archive_policy_default': 'ceilometer-low',

@@ -137,6 +137,36 @@ class TestPollsters(base.TestCase):
                          (meta['rdt_priority'], meta['rdt_level'],
                           meta['rdt_level_unit']))
 
+    def test_bandwidth_limit_of_low_instances_in_the_hosts_unit(self):
+        cls = self.pollsters.MemoryBandwidthLimitPollster
+        for unit, sample_unit, limit in (('percent', '%', 30),
+                                         ('MBps', 'MB/s', 1200),
+                                         ('amd', '1/8 GB/s', 16)):
+            doc = document(time.time())
+            # UUID1 is held; UUID2 is a normal instance: no limit.
+            doc['instances'][UUID1].update(priority='low', level=limit,
+                                           mb_limit=limit)
+            doc['host']['controller'] = {'unit': unit, 'domains': {}}
+            state.write(self.path, doc)
+            sample, = self.samples(cls)
+            self.assertEqual(('memory.bandwidth.limit', 'gauge', sample_unit,
+                              limit, UUID1),
+                             (sample.name, sample.type, sample.unit,
+                              sample.volume, sample.resource_id))
+        # Released: the static cap (or the maximum) in force, not nothing,
+        # so that Gnocchi's history shows when the throttling ended.
+        doc['instances'][UUID1].update(level=None, mb_limit=100)
+        doc['host']['controller'] = {'unit': 'percent', 'domains': {}}
+        state.write(self.path, doc)
+        sample, = self.samples(cls)
+        self.assertEqual((100, None), (sample.volume,
+                                       sample.resource_metadata['rdt_level']))
+        # An agent without the controller's part publishes no unit: no
+        # number without its unit.
+        del doc['host']['controller']
+        state.write(self.path, doc)
+        self.assertEqual([], self.samples(cls))
+
     def put(self, doc, text=None):
         with open(self.path, 'w') as f:
             f.write(json.dumps(dict(doc, version=1)) if text is None

@@ -94,9 +94,9 @@ class TestStrategy(base.TestCase):
         s._compute_model = model
         s._datasource_backend = self.datasource
         s.solution = solution_mod.DefaultSolution(goal=s.goal, strategy=s)
-        s.input_parameters = watcher_utils.Struct(dict(
+        s.input_parameters = watcher_utils.Struct(dict(dict(
             period=600.0, granularity=300.0, bandwidth_threshold=GB,
-            level_metric='', floor=10.0, refresh=False, **params))
+            level_metric='', floor=10.0, refresh=False), **params))
         s.do_execute()
         return s.solution.actions
 
@@ -120,6 +120,24 @@ class TestStrategy(base.TestCase):
         self.assertEqual(300.0, calls[0][2]['granularity'])
         self.assertEqual(600, (calls[0][2]['stop'] -
                                calls[0][2]['start']).total_seconds())
+
+    def test_levels_above_the_floor_leave_it_to_the_host(self):
+        points = self.points(protected=GB,
+                             **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB})
+        limits = {('memory.bandwidth.limit', name): [
+            ['2026-01-01T00:00:00', 300.0, value]]
+            for name, value in (('low-1', 10.0), ('low-2', 40.0))}
+        params = dict(level_metric='memory.bandwidth.limit')
+        self.assertEqual([], self.run_strategy(
+            self.model(), {**points, **limits}, **params))
+        # Both held at the floor all through the window: only a move helps.
+        limits['memory.bandwidth.limit', 'low-2'][0][2] = 10.0
+        actions = self.run_strategy(self.model(), {**points, **limits},
+                                    **params)
+        self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
+                                     for a in actions])
+        self.assertIn(('memory.bandwidth.limit', 'low-2'),
+                      {c[:2] for c in self.datasource.gnocchi.metric.calls})
 
     def test_nothing_without_measures(self):
         self.assertEqual([], self.run_strategy(self.model(), self.points(
