@@ -15,6 +15,7 @@
 ::
 
     rdt-virt-scenario [--dir DIR]
+    rdt-virt-scenario --summarize DIR [DIR ...]
 
 Starts a sandbox with the emulated reference host, runs rdt-virt-agent
 against it and measures a protected guest's work rate alone, with seven
@@ -31,6 +32,7 @@ and QEMU.
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -38,6 +40,7 @@ import tempfile
 
 from rdt_virt.cmd import output
 from rdt_virt.sandbox import launcher
+from rdt_virt.sandbox import report
 from rdt_virt.sandbox import scenario
 
 
@@ -48,7 +51,13 @@ def main(argv=None):
         description='The reference scenario on an emulated RDT host.')
     parser.add_argument('--dir', help='working and output directory '
                         '(default: a new one under /tmp)')
+    parser.add_argument('--summarize', nargs='+', metavar='DIR',
+                        help='print the controller\'s figures of earlier '
+                        'runs (their output directories) and their mean, '
+                        'and run nothing')
     args = parser.parse_args(argv)
+    if args.summarize:
+        return _summarize(args.summarize)
     reasons = launcher.missing_prerequisites()
     if reasons:
         print('rdt-virt-scenario: %s' % '; '.join(reasons), file=sys.stderr)
@@ -66,6 +75,20 @@ def main(argv=None):
         # once it stopped; the results stay.
         shutil.rmtree(os.path.join(directory, 'sandbox'), ignore_errors=True)
     print('Output directory: %s' % directory)
+    return 0
+
+
+def _summarize(directories):
+    runs = []
+    for directory in directories:
+        path = os.path.join(directory, 'results.json')
+        try:
+            with open(path) as f:
+                runs.append(json.load(f))
+        except (OSError, ValueError) as e:
+            print('rdt-virt-scenario: %s: %s' % (path, e), file=sys.stderr)
+            return 2
+    print(report.runs_table(runs), end='')
     return 0
 
 

@@ -313,6 +313,70 @@ def controller_table(results):
     return _table(['MEASURE', 'VALUE', 'TARGET', ''], rows)
 
 
+def _figures(results):
+    """The controller's figures of one run as numbers.
+
+    :returns: ``[(measure, value or None, target text, met(value) or
+        None)]``, in :func:`controller_rows`' order.
+    """
+    def get(phase, key):
+        return (results.get(phase) or {}).get(key)
+
+    def first(value):
+        return value[0] if value else None
+    at_least = (lambda target: lambda v: v >= target)
+    at_most = (lambda target: lambda v: v <= target)
+    share = 100 * TARGET_SHARE
+    static = first(get(STATIC, 'noisy_work'))
+    idle = first(get('idle', 'noisy_work'))
+    rows = [
+        ('5. protected work rate, share of alone [%]',
+         first(get('controller', 'share')) and
+         100 * first(get('controller', 'share')),
+         '>= %d' % share, at_least(share)),
+        ('5. time to >= %d%% of alone [s]' % share,
+         get('controller', 'time_to_target'), '<= %d' % TARGET_SECONDS,
+         at_most(TARGET_SECONDS)),
+        ('6. neighbours\' work against phase 3 [x]',
+         idle / static if idle and static else None,
+         '>= %.0f' % TARGET_IDLE_RATIO, at_least(TARGET_IDLE_RATIO)),
+        ('6. time until released [s]', get('idle', 'time_to_release'), '',
+         None),
+        ('7. time until a neighbour is throttled again [s]',
+         get('resumed', 'time_to_throttle'), '', None),
+        ('7. time to >= %d%% of alone again [s]' % share,
+         get('resumed', 'time_to_target'), '<= %d' % TARGET_SECONDS,
+         at_most(TARGET_SECONDS))]
+    for i, (key, _title) in enumerate(PHASES, 1):
+        if key in CONTROLLER_PHASES:
+            rows.append(('%d. level changes in the last %d s' % (
+                i, QUIET_SECONDS), get(key, 'level_changes'), '0',
+                at_most(0)))
+    return rows
+
+
+def runs_table(runs):
+    """The controller's figures of several runs and their mean.
+
+    :param runs: the ``results.json`` of each run.
+    A target is judged on the mean; a figure missing from a run (the
+    guest never reached the share, say) makes its mean missing too.
+    """
+    per_run = [_figures(r) for r in runs]
+    rows = []
+    for i, (measure, _v, target, met) in enumerate(per_run[0]):
+        values = [figs[i][1] for figs in per_run]
+        mean = None if not values or None in values else \
+            sum(values) / len(values)
+        rows.append([measure] + ['-' if v is None else '%.1f' % v
+                                 for v in values] +
+                    ['-' if mean is None else '%.1f' % mean, target,
+                     '' if met is None else
+                     _mark(mean is not None and met(mean))])
+    headers = ['MEASURE'] + ['RUN %d' % (i + 1) for i in range(len(runs))]
+    return _table(headers + ['MEAN', 'TARGET', ''], rows)
+
+
 # The chart's data -----------------------------------------------------------
 
 def timeline_series(points, reference, step=2.0):

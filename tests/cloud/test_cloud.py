@@ -34,66 +34,11 @@ Needs root,
 ``tox -e cloud``.
 """
 
-import os
-import shutil
-import tempfile
-
-import testtools
-
 from rdt_virt.cloud import cloud as cloud_mod
-from rdt_virt.cloud import flow as flow_mod
-from rdt_virt.sandbox import launcher
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from tests.cloud import base
 
 
-class TestCloud(testtools.TestCase):
-
-    transcript = []
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.skip = launcher.missing_prerequisites()
-        gnocchi = os.environ.get('RDT_VIRT_GNOCCHI_BIN') or os.path.join(
-            REPO, '.tox', 'gnocchi', 'bin')
-        if not os.path.exists(os.path.join(gnocchi, 'gnocchi-metricd')):
-            cls.skip.append('Gnocchi is not installed (tox -e gnocchi)')
-        if cls.skip:
-            return
-        # Short: the sandboxes' libvirt sockets live below it.
-        cls.dir = tempfile.mkdtemp(prefix='rdt-cloud-', dir='/var/tmp')
-        cls.cloud = cloud_mod.Cloud(cls.dir, gnocchi_bin=gnocchi,
-                                    log=cls.transcript.append)
-        try:
-            cls.cloud.up()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-        cls.flow = flow_mod.Flow(cls.cloud, out=cls.transcript.append)
-
-    @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, 'cloud', None):
-            logs = os.environ.get('RDT_VIRT_CLOUD_LOGS')
-            if logs:
-                shutil.copytree(cls.cloud.daemons.log_dir, logs,
-                                dirs_exist_ok=True)
-            cls.cloud.down()
-        super().tearDownClass()
-
-    def setUp(self):
-        super().setUp()
-        if self.skip:
-            self.skipTest('; '.join(self.skip))
-        self.mark = len(self.transcript)
-
-    def run_step(self, fn):
-        try:
-            fn()
-        finally:
-            self.addDetail('transcript', testtools.content.text_content(
-                '\n'.join(self.transcript[self.mark:])))
+class TestCloud(base.CloudTestCase):
 
     def test_1_cloud_is_up(self):
         rows = self.cloud.status()

@@ -253,6 +253,22 @@ class TimelineTest(base.TestCase):
                                   time_to_throttle=3.0, level_changes=0)
         return report.add_shares(results)
 
+    def test_runs_table_judges_the_mean(self):
+        runs = [self.results(idle_each=2.29, time_to_target=t, changes=c)
+                for t, c in ((4.0, 0), (14.0, 3), (9.0, 0))]
+        rows = {line[:49].strip(): line[49:].split()
+                for line in report.runs_table(runs).splitlines()[1:]}
+        # The mean 9.0 s meets the target though one run missed it.
+        self.assertEqual(['4.0', '14.0', '9.0', '9.0', '<=', '10', 'met'],
+                         rows['5. time to >= 90% of alone [s]'])
+        self.assertEqual(['0.0', '3.0', '0.0', '1.0', '0', 'NOT', 'met'],
+                         rows['5. level changes in the last 30 s'])
+        self.assertEqual(['2.3', '2.3', '2.3', '2.3', '>=', '2', 'met'],
+                         rows["6. neighbours' work against phase 3 [x]"])
+        # A run that never got there: no mean, not met.
+        self.assertEqual(['-', '-', '-', '-', '<=', '10', 'NOT', 'met'],
+                         rows['7. time to >= 90% of alone again [s]'])
+
     def test_noisy_work_needs_all_seven(self):
         phase = report.summarize([
             {'work': 1, 'cpu': {}, 'mbm': {},
