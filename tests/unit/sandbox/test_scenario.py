@@ -269,6 +269,28 @@ class TimelineTest(base.TestCase):
         self.assertEqual(['-', '-', '-', '-', '<=', '10', 'NOT', 'met'],
                          rows['7. time to >= 90% of alone again [s]'])
 
+    def test_summarize_reads_the_runs_directories(self):
+        from rdt_virt.cmd import scenario as cmd
+        tmp = self.useFixture(fixtures.TempDir()).path
+        dirs = []
+        for i, took in enumerate((4.0, 8.0)):
+            dirs.append(os.path.join(tmp, str(i)))
+            os.mkdir(dirs[-1])
+            with open(os.path.join(dirs[-1], 'results.json'), 'w') as f:
+                json.dump(self.results(2.5, took, 0), f)
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        self.assertEqual(0, cmd.main(['--summarize'] + dirs))
+        line, = [x for x in out.getDetails()['stdout'].as_text().splitlines()
+                 if x.startswith('5. time to')]
+        self.assertEqual(['4.0', '8.0', '6.0', '<=', '10', 'met'],
+                         line.split()[-6:])
+        # A directory without results: a clear error, status 2.
+        err = self.useFixture(fixtures.StringStream('stderr'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err.stream))
+        self.assertEqual(2, cmd.main(['--summarize', tmp]))
+        self.assertIn('results.json', err.getDetails()['stderr'].as_text())
+
     def test_noisy_work_needs_all_seven(self):
         phase = report.summarize([
             {'work': 1, 'cpu': {}, 'mbm': {},
