@@ -81,8 +81,12 @@ Levels are in the host's MBA unit: percent (Intel, MPAM) in steps of
 ``bandwidth_gran``, or MBps on hosts mounted with ``mba_MBps`` (and AMD's
 units where the host has them). An instance has one level: MBA values of
 the agent's shared groups are the same on every domain, so the lowest
-level any domain asks for wins, and a release needs every domain where
-the instance is active to agree.
+level any domain asks for wins, and a release needs every domain the
+instance has been active on since it was first throttled to agree. Not
+only the domains of the last interval: vCPUs that are not pinned move
+between sockets and take their one level with them, and a domain that
+protects nobody must not release an instance that another domain, where
+it ran a moment ago and will run again, has throttled for a high one.
 """
 
 import dataclasses
@@ -193,6 +197,8 @@ class State:
     :param domains: ``{domain id: Domain}``.
     :param seen: ``{uuid: domain ids}`` where each instance was last
         active.
+    :param held_on: ``{uuid: domain ids}`` where each held instance has
+        been active since it was first throttled.
     """
 
     levels: typing.Mapping[str, int] = dataclasses.field(
@@ -200,6 +206,8 @@ class State:
     domains: typing.Mapping[int, Domain] = dataclasses.field(
         default_factory=dict)
     seen: typing.Mapping[str, typing.FrozenSet[int]] = dataclasses.field(
+        default_factory=dict)
+    held_on: typing.Mapping[str, typing.FrozenSet[int]] = dataclasses.field(
         default_factory=dict)
 
 
@@ -386,6 +394,13 @@ def decide(members, state, scale, params, now, capacities=None):
         if m.domains is not None:
             seen[m.uuid] = _active(m, params)
             domain_ids |= set(m.domains)
+    held_on = {u: state.held_on.get(u, frozenset()) | seen.get(
+        u, frozenset()) for u in levels}
+
+    def held_there(uuid, dom):
+        # After a restart nothing is known: every domain has a say.
+        return uuid in levels and (dom in held_on.get(uuid, ()) or
+                                   not held_on.get(uuid))
     # Domains whose total may miss an unmeasured instance.
     unsure = {}
     for m in members.values():
@@ -410,8 +425,7 @@ def decide(members, state, scale, params, now, capacities=None):
                  dom in seen[m.uuid]]
         lows = [m for m in measured if m.priority == LOW and
                 dom in seen[m.uuid]]
-        held_here = [m for m in members.values() if m.uuid in levels and (
-            dom in seen.get(m.uuid, ()) or not seen.get(m.uuid))]
+        held_here = [m for m in members.values() if held_there(m.uuid, dom)]
         # 10% slack: a period that ends a little early (sampling jitter)
         # must not cost a whole period more.
         since = now - old.last_change
@@ -475,6 +489,8 @@ def decide(members, state, scale, params, now, capacities=None):
     for uuid, (new, dom) in sorted(throttle_votes.items()):
         old = levels.get(uuid)
         levels[uuid] = new
+        held_on[uuid] = held_on.get(uuid, frozenset()) | seen.get(
+            uuid, frozenset()) | {dom}
         changes.append(Change(uuid, dom, old, new,
                               reports[dom].reason + ', heaviest first'))
     for uuid, doms in sorted(release_ok.items()):
@@ -495,8 +511,8 @@ def decide(members, state, scale, params, now, capacities=None):
             new_domains[dom] = dataclasses.replace(new_domains[dom],
                                                    last_change=now)
     for dom, report in list(reports.items()):
-        throttled = sum(1 for u in levels
-                        if dom in seen.get(u, ()) or not seen.get(u))
+        throttled = sum(1 for u in levels if held_there(u, dom))
         reports[dom] = dataclasses.replace(report, throttled=throttled)
-    return Decision(State(levels, new_domains, seen), tuple(changes),
-                    reports)
+    held_on = {u: held_on[u] for u in levels}
+    return Decision(State(levels, new_domains, seen, held_on),
+                    tuple(changes), reports)

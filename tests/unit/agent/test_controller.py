@@ -324,6 +324,27 @@ class TestDomains(base.TestCase):
         self.assertEqual(ctl.RELEASE, loop.last.reports[0].decision)
         self.assertEqual(ctl.HOLD, loop.last.reports[1].decision)
 
+    def test_a_guest_moving_between_domains_keeps_its_level(self):
+        # Its vCPU runs on domain 0 beside the high one, then on domain 1,
+        # where nobody is protected, then on domain 0 again: domain 1 alone
+        # must not release what domain 0 throttled.
+        loop = Loop()
+        loop.run(high(3, dom=0), low(7, dom=0))
+        self.assertEqual({L1: 50}, loop.levels)
+        # Domain 0 stays inside the band (0.75) with a normal neighbour.
+        busy = ctl.Member(N, ctl.NORMAL, domains={0: 4.5 * GB})
+        for _ in range(5):
+            d = loop.run(high(3, dom=0), busy, low(3.5, dom=1))
+            self.assertEqual({L1: 50}, loop.levels)
+        self.assertEqual(1, d.reports[0].throttled)
+        self.assertEqual(frozenset({0, 1}), loop.state.held_on[L1])
+        # Once the high one is gone, every domain agrees and it is let go
+        # in steps.
+        for _ in range(20):
+            loop.run(low(3.5, dom=1))
+        self.assertEqual({}, loop.levels)
+        self.assertEqual({}, dict(loop.state.held_on))
+
     def test_learned_capacity(self):
         loop = Loop(capacities={})
         d = loop.run(high(3), low(5))

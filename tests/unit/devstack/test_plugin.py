@@ -244,7 +244,7 @@ class TestDevStackPlugin(base.TestCase):
             {'name': 'some_pollsters', 'interval': 300, 'meters': ['cpu']},
             {'name': 'rdt_pollsters', 'interval': 30,
              'meters': ['memory.bandwidth.total', 'memory.bandwidth.local',
-                        'cpu_l3_cache']},
+                        'cpu_l3_cache', 'memory.bandwidth.limit']},
         ], sources)
         self.assertIn(('iniset', self.ceilometer_conf, 'rdt', 'state_file',
                        self.state_file), calls)
