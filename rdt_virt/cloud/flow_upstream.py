@@ -102,11 +102,7 @@ def run(flow, idle=420, noisy=420):
     flow.table('optimize', 'actionplan', 'list', '--audit', audit)
     flow.expect(len(plans) == 1, 'the audit made one action plan')
     plan = plans[0]['UUID']
-    flow.table('optimize', 'action', 'list', '--action-plan', plan,
-               '--detail', '-c', 'Action', '-c', 'State', '-c', 'Parameters')
-    actions = flow.os('optimize', 'action', 'list', '--action-plan', plan,
-                      '--detail', parse=True, show=False)
-    migrations = [a for a in actions if a['Action'] == 'migrate']
+    migrations = flow_watcher._migrations(flow, plan)
     if migrations:
         _apply(flow, plan, migrations, uuids, host)
     else:

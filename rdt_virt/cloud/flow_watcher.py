@@ -58,6 +58,15 @@ def _rate(flow, name):
     return guest.work_rate(first, sample())
 
 
+def _migrations(flow, plan):
+    """The plan's actions as the user lists them; returns its migrations."""
+    flow.table('optimize', 'action', 'list', '--action-plan', plan,
+               '--detail', '-c', 'Action', '-c', 'State', '-c', 'Parameters')
+    actions = flow.os('optimize', 'action', 'list', '--action-plan', plan,
+                      '--detail', parse=True, show=False)
+    return [a for a in actions if a['Action'] == 'migrate']
+
+
 def _wait_status(flow, what, show, done, failed, timeout=600):
     def check():
         status = flow.os(*show, '-c', 'State', '-f', 'value',
@@ -118,11 +127,7 @@ def loop(flow, bandwidth_threshold):
     flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
                 'the audit recommends an action plan')
     plan = plans[0]['UUID']
-    flow.table('optimize', 'action', 'list', '--action-plan', plan,
-               '--detail', '-c', 'Action', '-c', 'State', '-c', 'Parameters')
-    actions = flow.os('optimize', 'action', 'list', '--action-plan', plan,
-                      '--detail', parse=True, show=False)
-    migrations = [a for a in actions if a['Action'] == 'migrate']
+    migrations = _migrations(flow, plan)
     flow.expect(len(migrations) == 1 and
                 migrations[0]['Parameters'].get('migration_type') == 'live'
                 and migrations[0]['Parameters'].get('resource_name') in LOW
