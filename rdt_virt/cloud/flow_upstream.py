@@ -139,7 +139,7 @@ def _explain(flow, engine, uuids):
     conf = flow.cloud.layout.etc('watcher', 'watcher.conf')
     argv = [sys.executable, '-m', 'rdt_virt.cloud.watcher_reads', conf,
             str(PERIOD)] + [uuids[HIGH], uuids[LOW]]
-    flow.out('$ ' + ' '.join(argv[1:]))
+    flow.out('$ python ' + ' '.join(argv[1:]))
     proc = subprocess.run(argv, env=flow.env, capture_output=True,
                           text=True, check=False)
     if proc.returncode:
