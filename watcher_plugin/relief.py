@@ -30,13 +30,15 @@ is a host none of whose low instances fits another host.
 
 import collections
 
-HIGH = 'high'
-NORMAL = 'normal'
-LOW = 'low'
-CLASSES = (HIGH, NORMAL, LOW)
+from rdt_virt.policy import extra_specs
+
+HIGH = extra_specs.PRIORITY_HIGH
+NORMAL = extra_specs.PRIORITY_NORMAL
+LOW = extra_specs.PRIORITY_LOW
+CLASSES = extra_specs.PRIORITIES
 # Flavor extra spec of the priority classes, and the server metadata key of
 # Watcher's upstream noisy_neighbor strategy, which ranks by it.
-EXTRA_SPEC = 'hw:rdt_priority'
+EXTRA_SPEC = extra_specs.RDT_PRIORITY
 METADATA = 'watcher-priority'
 # noisy_neighbor's default rank: a smaller number sorts first, as the
 # more important instance.

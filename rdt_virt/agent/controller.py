@@ -92,9 +92,11 @@ it ran a moment ago and will run again, has throttled for a high one.
 import dataclasses
 import typing
 
-HIGH = 'high'
-NORMAL = 'normal'
-LOW = 'low'
+from rdt_virt.policy import extra_specs
+
+HIGH = extra_specs.PRIORITY_HIGH
+NORMAL = extra_specs.PRIORITY_NORMAL
+LOW = extra_specs.PRIORITY_LOW
 
 # Capacity sources.
 CONFIGURED = 'configured'
