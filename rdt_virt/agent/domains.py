@@ -224,6 +224,17 @@ class LibvirtSource(object):
         self._cache[uuid] = (dom_id, now, inst)
         return inst
 
+    def capabilities(self):
+        """libvirt's host capabilities XML (the agent's topology source).
+
+        :raises: libvirt.libvirtError, or RDTVirtException when not
+            connected.
+        """
+        conn = self._conn
+        if conn is None:
+            raise exception.RDTVirtException('not connected to libvirt')
+        return conn.getCapabilities()
+
     def instances(self):
         """``{uuid: Instance}`` of the running domains Nova owns.
 

@@ -23,9 +23,17 @@ the agent's shared group of that percentage (``rdtvirt-mb<N>``), on
 that value. The controller never moves an instance that libvirt's groups
 hold, nor anything in other tools' groups.
 
+The controller works per memory bandwidth pool
+(:mod:`rdt_virt.agent.pools`): this module sums each instance's per-domain
+rates over the pool's L3 domains, and the controller's "domains" are the
+pools, each named by its lowest domain id. Until the agent has read the
+host's topology, and with ``controller_pools = domain``, every domain is a
+pool of its own. When the pools change (the topology was read, or the
+option changed), each pool starts afresh as after a restart.
+
 The agent stopping leaves the levels in force (the groups stay as they
 are); a restarted agent takes them back from the state file, and its
-domains start a new dwell, so a restart causes no burst of releases.
+pools start a new dwell, so a restart causes no burst of releases.
 """
 
 import dataclasses
@@ -34,6 +42,7 @@ import time
 from oslo_log import log as logging
 
 from rdt_virt.agent import controller as ctl
+from rdt_virt.agent import pools as pools_mod
 from rdt_virt.agent import reconcile
 from rdt_virt.policy import fit
 from rdt_virt.resctrl import info
@@ -96,6 +105,46 @@ class Protection(object):
         self._next = None
         self._resumed_at = None
         self.last_cpu = 0.0
+        # {domain: pool} from the host's topology (None: not read yet), and
+        # {pool: domains} of the state the controller holds.
+        self.pool_of = None
+        self._members = {}
+
+    def set_pools(self, pool_of):
+        """The host's pools (:func:`rdt_virt.agent.pools.pools`)."""
+        self.pool_of = dict(pool_of) if pool_of is not None else None
+
+    def _pools(self, caps):
+        """``{domain: pool}`` in force for this host's domains."""
+        domains = set(caps.mb.domain_ids) | set(caps.monitor.domain_ids)
+        known = self.pool_of if (
+            self.opts.controller_pools == pools_mod.NUMA and
+            self.pool_of) else {}
+        return {d: known.get(d, d) for d in domains}
+
+    def _regroup(self, members, now):
+        """Start afresh the pools whose domains changed (see module)."""
+        if members == self._members:
+            return
+        old = self.state.domains
+        domains = {}
+        for pool, doms in members.items():
+            if self._members.get(pool) == doms:
+                domains[pool] = old.get(pool, ctl.Domain())
+            elif pool in old:
+                # Other domains than its memory covers: begin as after a
+                # restart, with a dwell and nothing learned.
+                domains[pool] = ctl.Domain(last_change=now)
+            else:
+                domains[pool] = ctl.Domain()
+        if self._members or any(len(d) > 1 for d in members.values()):
+            LOG.info('Bandwidth controller pools: %s',
+                     '; '.join('%d: domains %s' % (
+                         p, ','.join(str(d) for d in doms))
+                         for p, doms in sorted(members.items())))
+        # Where each instance ran is in the old pools' terms: forget it.
+        self.state = ctl.State(self.state.levels, domains)
+        self._members = members
 
     @property
     def levels(self):
@@ -123,19 +172,25 @@ class Protection(object):
         host = doc.get('host') or {}
         part = host.get('controller') if isinstance(host, dict) else None
         part = part.get('domains') if isinstance(part, dict) else None
-        domains = {}
+        domains, members = {}, {}
         for dom, entry in (part if isinstance(part, dict) else {}).items():
             try:
                 dom = int(dom)
             except ValueError:
                 continue
-            learned = entry.get('learned_bps') if isinstance(
-                entry, dict) else None
+            entry = entry if isinstance(entry, dict) else {}
+            learned = entry.get('learned_bps')
             domains[dom] = ctl.Domain(
                 last_change=now,
                 learned=learned if isinstance(learned, (int, float)) and (
                     learned > 0) else 0.0)
+            # A document without the pool's domains: one domain each.
+            doms = entry.get('members', [dom])
+            members[dom] = tuple(sorted(d for d in doms if isinstance(
+                d, int) and not isinstance(d, bool))) if isinstance(
+                doms, list) else ()
         self.state = ctl.State(levels, domains)
+        self._members = members
         # Domains the document did not name start their dwell now too.
         self._resumed_at = now
         if levels:
@@ -160,20 +215,25 @@ class Protection(object):
 
     def _step(self, caps, instances, rates, closids_used, now):
         self._next = now + self.period
+        pool_of = self._pools(caps)
         if self._resumed_at is not None:
             domains = dict(self.state.domains)
-            for dom in set(caps.mb.domain_ids) | set(
-                    caps.monitor.domain_ids):
-                domains.setdefault(dom, ctl.Domain(
+            for pool in set(pool_of.values()):
+                domains.setdefault(pool, ctl.Domain(
                     last_change=self._resumed_at))
             self.state = dataclasses.replace(self.state, domains=domains)
+            self._members.update(
+                (p, doms) for p, doms in pools_mod.members(pool_of).items()
+                if p not in self._members)
             self._resumed_at = None
+        self._regroup(pools_mod.members(pool_of), now)
         members = []
         for uuid, inst in sorted(instances.items()):
             if inst.priority == ctl.NORMAL and not inst.monitor:
                 continue
             rate = rates.get(uuid)
-            by_domain = rate.total_by_domain if rate is not None else None
+            by_domain = pools_mod.merge(
+                rate.total_by_domain if rate is not None else None, pool_of)
             priority = inst.priority
             if priority == ctl.LOW and not reconcile.controllable(inst,
                                                                   caps):
@@ -183,7 +243,7 @@ class Protection(object):
                 ceiling=ceiling_of(inst) if priority == ctl.LOW else None,
                 domains=by_domain, monitored=inst.monitor))
         capacity = self.opts.memory_bandwidth_capacity * GB
-        capacities = {d: capacity for d in caps.mb.domain_ids} if (
+        capacities = {p: capacity for p in set(pool_of.values())} if (
             capacity) else {}
         in_use = len(set(self.state.levels.values()))
         scale = scale_of(caps, max(1, caps.num_closids - closids_used +
@@ -201,9 +261,10 @@ class Protection(object):
                        for m in members if m.priority == ctl.LOW}
         for c in decision.changes:
             report = decision.reports[c.domain]
-            LOG.info('Bandwidth controller: domain %d, pressure %s, '
+            LOG.info('Bandwidth controller: domain %s, pressure %s, '
                      'capacity %s (%s): instance %s level %s -> %s (%s)',
-                     c.domain, _fmt(report.pressure, '%.2f'),
+                     _pool_name(c.domain, self._members),
+                     _fmt(report.pressure, '%.2f'),
                      _fmt(report.capacity and report.capacity / GB,
                           '%.1f GB/s'), report.capacity_source or 'unknown',
                      c.uuid, _level(c.old, scale.unit),
@@ -216,6 +277,7 @@ class Protection(object):
         for dom, r in sorted(self.reports.items()):
             memory = self.state.domains.get(dom)
             domains[str(dom)] = {
+                'members': list(self._members.get(dom, (dom,))),
                 'pressure': None if r.pressure is None else round(
                     r.pressure, 4),
                 'capacity_bps': r.capacity,
@@ -230,6 +292,13 @@ class Protection(object):
         return {'enabled': bool(self.opts.controller_enabled),
                 'unit': self.unit, 'period': self.period,
                 'domains': domains}
+
+
+def _pool_name(pool, members):
+    doms = members.get(pool, (pool,))
+    if len(doms) == 1:
+        return '%d' % pool
+    return '%d (pool of %s)' % (pool, ','.join(str(d) for d in doms))
 
 
 def _fmt(value, fmt):

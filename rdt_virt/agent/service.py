@@ -44,6 +44,7 @@ from rdt_virt.agent import domains
 from rdt_virt.agent import executor as executor_mod
 from rdt_virt.agent import model
 from rdt_virt.agent import monitoring as monitoring_mod
+from rdt_virt.agent import pools as pools_mod
 from rdt_virt.agent import protection as protection_mod
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import sampling as sampling_mod
@@ -75,7 +76,7 @@ class Agent(object):
     :param resctrl: a :class:`~rdt_virt.resctrl.fs.Resctrl` for reading.
     :param source: a :class:`~rdt_virt.agent.domains.LibvirtSource` or any
         object with ``connected``, ``connect()``, ``instances()``,
-        ``instance(uuid)`` and an ``events`` queue.
+        ``instance(uuid)``, ``capabilities()`` and an ``events`` queue.
     :param procfs: a :class:`~rdt_virt.agent.procfs.ProcFS`.
     :param executor: a :class:`~rdt_virt.agent.executor.Executor`.
     """
@@ -102,6 +103,10 @@ class Agent(object):
                                               self.monitoring, clock, wall)
         self.protection = protection_mod.Protection(self.opts, clock)
         self._resumed = False
+        # Read the memory bandwidth pools after each (re)connection and
+        # resctrl mount: CPU hot-plug changes both.
+        self._pools_due = True
+        self._pools_warning = None
         self.caps = None
         self._fingerprint = None
         self.instances = {}
@@ -148,6 +153,7 @@ class Agent(object):
         if self.caps is None or fingerprint != self._fingerprint:
             self.caps = rc.capabilities()
             self._fingerprint = fingerprint
+            self._pools_due = True
             self.sampling.set_ceiling(self.caps)
             LOG.info('resctrl at %s: features %s, %d CLOSIDs, %d RMIDs',
                      rc.root, ', '.join(sorted(self.caps.features)) or
@@ -260,7 +266,23 @@ class Agent(object):
         except Exception as e:
             LOG.warning('Cannot connect to libvirt: %s', e)
             return False
+        self._pools_due = True
         return True
+
+    def _read_pools(self):
+        """The controller's pools from libvirt's view of the host."""
+        self._pools_due = False
+        if self.opts.controller_pools != pools_mod.NUMA:
+            return
+        pool_of, reason = pools_mod.read(self.source)
+        if pool_of is None:
+            # Tried again at the next full tick; said once.
+            self._pools_due = True
+            if reason != self._pools_warning:
+                LOG.warning('Bandwidth controller: no NUMA topology (%s); '
+                            'each L3 domain is a pool of its own', reason)
+        self._pools_warning = reason
+        self.protection.set_pools(pool_of)
 
     def tick(self):
         """One full reconciliation; returns :class:`TickStats`."""
@@ -280,6 +302,8 @@ class Agent(object):
             stats.skipped = 'resctrl not mounted'
             LOG.warning('resctrl is not mounted at %s', self.resctrl.root)
             return self._done(stats, cpu0, start)
+        if self._pools_due:
+            self._read_pools()
         for uuid in set(self.instances) - set(instances):
             self.procfs.forget(uuid)
         threads = self._threads(instances)

@@ -300,6 +300,11 @@ def top_table(doc):
                              if isinstance(part, dict) else ()):
         if not isinstance(entry, dict):
             continue
+        members = entry.get('members')
+        if isinstance(members, list) and len(members) > 1:
+            # Domains that share memory: one pool, named by its first.
+            dom = '%s (pool of %s)' % (dom, ','.join(
+                _cell(str(m)) for m in members))
         lines.append('Controller domain %s: pressure %s, capacity %s GB/s '
                      '(%s), %s throttled, %s active high: %s' % (
                          _cell(dom), _num(entry.get('pressure'), 0.01,

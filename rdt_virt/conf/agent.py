@@ -344,14 +344,35 @@ down.
         default=0.0,
         min=0.0,
         help=_("""
-GB/s (10^9 bytes) that one memory bandwidth domain can move, for the
-controller's pressure.
+GB/s (10^9 bytes) that one memory bandwidth pool can move, for the
+controller's pressure (see ``controller_pools``: on a host whose every L3
+domain has memory of its own, a pool is one domain).
 
-0: learned, as the highest total bandwidth that the domain sustained for
+0: learned, as the highest total bandwidth that the pool sustained for
 ``controller_learn_samples`` samples in a row. Linux exposes no firmware
 figure per L3 domain (ACPI HMAT bandwidths are per NUMA node), so set this
 from a measurement (for example STREAM on an idle host, per socket) for
-the controller to act before the domain has ever been saturated.
+the controller to act before the pool has ever been saturated.
+""")),
+    cfg.StrOpt(
+        'controller_pools',
+        default='numa',
+        choices=[
+            ('numa', _('L3 domains that share a NUMA node (its memory '
+                       'controllers) form one pool, read from libvirt\'s '
+                       'host capabilities.')),
+            ('domain', _('Every L3 domain is a pool of its own.')),
+        ],
+        help=_("""
+What the controller treats as one memory bandwidth bottleneck: it sums the
+pressure and throttles the low-priority instances over a pool.
+
+``numa`` suits every host: a two-socket host without Sub-NUMA Clustering
+gets one pool per socket (its L3 domain), an AMD host with one NUMA node
+per socket gets one pool for all of that socket's CCXs, which draw on the
+same memory channels. ``domain`` controls each L3 domain on its own even
+where they share memory; until libvirt's capabilities have been read, and
+where they give no NUMA topology, that is what the controller does.
 """)),
     cfg.IntOpt(
         'controller_learn_samples',

@@ -167,13 +167,21 @@ class FakeHost(object):
 class FakeSource(object):
     """libvirt as far as the agent is concerned: instances and events."""
 
-    def __init__(self):
+    #: libvirt's host capabilities: by default no NUMA topology, so each
+    #: L3 domain is a memory bandwidth pool of its own.
+    CAPABILITIES = '<capabilities><host/></capabilities>'
+
+    def __init__(self, capabilities=CAPABILITIES):
         self.domains = {}
         self.events = domains.native('queue').Queue()
         self.connected = True
+        self.capabilities_xml = capabilities
 
     def connect(self):
         self.connected = True
+
+    def capabilities(self):
+        return self.capabilities_xml
 
     def instances(self):
         return dict(self.domains)

@@ -23,6 +23,8 @@ import time
 import uuid as uuid_mod
 
 from rdt_virt.agent import model
+from rdt_virt.emulator import launcher as emu_launcher
+from rdt_virt.emulator import profiles
 from tests.functional.agent import base
 
 P = base.PREFIX
@@ -134,3 +136,30 @@ class TestController(base.AgentTestCase):
         self.assertPlaced(lows[1], P + 'mb60')
         self.assertPlaced(normal, P + 'mb30')
         self.assertNotIn(P + 'mb10', self.groups())
+
+    def test_domains_sharing_a_node_are_one_pool(self):
+        # What libvirtd would say of this machine under the emulator: the
+        # emulated L3 domains' CPUs (as the profile assigns them) in the
+        # machine's one NUMA node, whose memory they share.
+        online, _n = emu_launcher.host_cpus()
+        banks = profiles.get_profile(self.profile).assign_cpus(online)
+        self.source.capabilities_xml = (
+            "<capabilities><host><topology><cells num='1'><cell id='0'>"
+            "<cpus num='%d'>%s</cpus></cell></cells></topology><cache>%s"
+            "</cache></host></capabilities>" % (
+                len(online), ''.join("<cpu id='%d'/>" % c for c in online),
+                ''.join("<bank id='%d' level='3' type='both' size='1' "
+                        "unit='MiB' cpus='%s'/>" % (
+                            d, ','.join(str(c) for c in cpus))
+                        for d, cpus in sorted(banks.items()))))
+        self.agent = self.new_agent()
+        high = self.boot_classed('high')
+        low = self.boot_classed('low')
+        self.agent.tick()
+        doc = self.until(lambda d: self.level(d, low) == 10, 'floor')
+        domains = doc['host']['controller']['domains']
+        self.assertEqual({'0': sorted(banks)},
+                         {k: v['members'] for k, v in domains.items()})
+        self.assertEqual(1, domains['0']['throttled'])
+        self.assertIsNone(self.level(doc, high))
+        self.assertIn('pools: 0: domains 0,1', self.logger.output)

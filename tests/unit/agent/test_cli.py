@@ -191,15 +191,21 @@ class TestCLI(base.TestCase):
             '0': {'pressure': 0.91, 'capacity_bps': 1.2e10,
                   'capacity_source': 'learned', 'throttled': 1,
                   'active_high': 1, 'reason': 'pressure 0.91 >= high '
-                                              'watermark 0.85'}}}
+                                              'watermark 0.85'},
+            '2': {'members': [2, 3], 'pressure': 0.2, 'capacity_bps': 2e10,
+                  'capacity_source': 'configured', 'throttled': 0,
+                  'active_high': 0, 'reason': 'between the watermarks'}}}
         state.write(self.state, doc)
         code, text = self.run_cli('top', '--once')
         lines = text.splitlines()
         self.assertEqual('Controller domain 0: pressure 91%, capacity 12.0 '
                          'GB/s (learned), 1 throttled, 1 active high: '
                          'pressure 0.91 >= high watermark 0.85', lines[1])
+        self.assertEqual('Controller domain 2 (pool of 2,3): pressure 20%, '
+                         'capacity 20.0 GB/s (configured), 0 throttled, 0 '
+                         'active high: between the watermarks', lines[2])
         self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
-                          'mem_bw=10', 'low', '30%'], lines[3].split()[:6])
+                          'mem_bw=10', 'low', '30%'], lines[4].split()[:6])
 
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())

@@ -535,6 +535,76 @@ class TestProtection(base.TestCase):
         # Not due again before a period has passed.
         self.assertEqual((), prot.step(hosts.REFERENCE, {}, {}))
 
+    def _pool_case(self):
+        """A low guest on domain 1, a high one on domain 0, 10 GB/s."""
+        inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
+        inst_high = dataclasses.replace(f.inst(uuid=f.U2),
+                                        priority=ctl.HIGH)
+        self.flags(memory_bandwidth_capacity=10, group='rdt_agent')
+        prot = protection.Protection(self.conf.rdt_agent,
+                                     lambda: self.now[0])
+        rates = {f.U1: sampler.Rates(7e9, total_by_domain={1: 7e9}),
+                 f.U2: sampler.Rates(3e9, total_by_domain={0: 3e9})}
+        return prot, {f.U1: inst_low, f.U2: inst_high}, rates
+
+    def test_a_pool_throttles_a_neighbour_on_another_domain(self):
+        # Both domains draw on one node's memory (pools.from_capabilities).
+        prot, instances, rates = self._pool_case()
+        prot.set_pools({0: 0, 1: 0})
+        changes = prot.step(hosts.REFERENCE, instances, rates)
+        self.assertEqual([(f.U1, None, 50)],
+                         [(c.uuid, c.old, c.new) for c in changes])
+        doc = prot.host_doc()
+        self.assertEqual(['0'], list(doc['domains']))
+        self.assertEqual([0, 1], doc['domains']['0']['members'])
+        self.assertEqual(1.0, doc['domains']['0']['pressure'])
+
+    def test_separate_memory_protects_nothing_across_domains(self):
+        for pool_of in (None, {0: 0, 1: 1}):
+            prot, instances, rates = self._pool_case()
+            prot.set_pools(pool_of)
+            self.assertEqual((), prot.step(hosts.REFERENCE, instances,
+                                           rates))
+            doc = prot.host_doc()
+            self.assertEqual({'0': [0], '1': [1]},
+                             {k: v['members']
+                              for k, v in doc['domains'].items()})
+
+    def test_pools_off_by_option(self):
+        self.flags(controller_pools='domain', group='rdt_agent')
+        prot, instances, rates = self._pool_case()
+        prot.set_pools({0: 0, 1: 0})
+        self.assertEqual((), prot.step(hosts.REFERENCE, instances, rates))
+
+    def test_new_pools_start_afresh(self):
+        prot, instances, rates = self._pool_case()
+        idle = {u: sampler.Rates(0.0, total_by_domain={0: 0.0, 1: 0.0})
+                for u in rates}
+        prot.step(hosts.REFERENCE, instances, idle)
+        self.assertEqual(float('-inf'), prot.state.domains[0].last_change)
+        # The topology arrives: pool 0 now covers both domains, so what
+        # it learned and when it last changed start again, as after a
+        # restart; nothing throttles during that dwell.
+        prot.set_pools({0: 0, 1: 0})
+        self.now[0] += prot.period
+        with self.assertLogs('rdt_virt.agent.protection', 'INFO') as logs:
+            self.assertEqual((), prot.step(hosts.REFERENCE, instances,
+                                           rates))
+        self.assertIn('pools: 0: domains 0,1', logs.output[0])
+        self.assertEqual([0], list(prot.state.domains))
+        self.assertEqual(self.now[0], prot.state.domains[0].last_change)
+
+    def test_resume_keeps_what_a_pool_learned_only_for_its_domains(self):
+        doc = {'instances': {},
+               'host': {'controller': {'domains': {
+                   '0': {'learned_bps': 5e9, 'members': [0, 1]}}}}}
+        for pool_of, learned in (({0: 0, 1: 0}, 5e9), (None, 0.0)):
+            prot, instances, rates = self._pool_case()
+            prot.resume(doc)
+            prot.set_pools(pool_of)
+            prot.step(hosts.REFERENCE, {}, {})
+            self.assertEqual(learned, prot.state.domains[0].learned)
+
     def test_disabled_drops_levels(self):
         self.prot.resume({'instances': {f.U1: {'priority': 'low',
                                                'level': 30}}})
