@@ -13,8 +13,10 @@
 
 """The bandwidth controller: protect high-priority instances. Pure.
 
-Each memory-bandwidth domain (an L3/MBA domain: the MBM counters and the
-MBA throttles of one socket or sub-NUMA cluster) is controlled on its own.
+Each memory-bandwidth domain is controlled on its own. The agent hands it
+pools (:mod:`rdt_virt.agent.pools`: the L3/MBA domains that share a NUMA
+node's memory, with their MBM rates summed) as its domains; to this
+module a domain is any set of memory with one capacity.
 Once per period :func:`decide` takes what the agent measured in the last
 interval and the levels in force, and returns new levels, each change with
 its reason. It reads no file and keeps no hidden state: everything it

@@ -367,7 +367,7 @@ the controller to act before the pool has ever been saturated.
 What the controller treats as one memory bandwidth bottleneck: it sums the
 pressure and throttles the low-priority instances over a pool.
 
-``numa`` suits every host: a two-socket host without Sub-NUMA Clustering
+``numa`` follows the memory: a two-socket host without Sub-NUMA Clustering
 gets one pool per socket (its L3 domain), an AMD host with one NUMA node
 per socket gets one pool for all of that socket's CCXs, which draw on the
 same memory channels. ``domain`` controls each L3 domain on its own even
