@@ -504,18 +504,22 @@ class TestProtection(base.TestCase):
             self.prot.resume(doc)
             self.assertEqual({}, dict(self.prot.levels))
 
-    def test_step_throttles_and_reports(self):
+    def _pair(self, low_domain=1):
+        """A 7 GB/s low guest and a 3 GB/s high one on domain 0; 10 GB/s."""
         inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
         inst_high = dataclasses.replace(f.inst(uuid=f.U2),
                                         priority=ctl.HIGH)
         self.flags(memory_bandwidth_capacity=10, group='rdt_agent')
         prot = protection.Protection(self.conf.rdt_agent,
                                      lambda: self.now[0])
-        rates = {f.U1: sampler.Rates(7e9, total_by_domain={0: 7e9}),
+        rates = {f.U1: sampler.Rates(7e9, total_by_domain={low_domain: 7e9}),
                  f.U2: sampler.Rates(3e9, total_by_domain={0: 3e9})}
+        return prot, {f.U1: inst_low, f.U2: inst_high}, rates
+
+    def test_step_throttles_and_reports(self):
+        prot, instances, rates = self._pair(low_domain=0)
         with self.assertLogs('rdt_virt.agent.protection', 'INFO') as logs:
-            changes = prot.step(hosts.REFERENCE, {f.U1: inst_low,
-                                                  f.U2: inst_high}, rates)
+            changes = prot.step(hosts.REFERENCE, instances, rates)
         self.assertEqual([(f.U1, None, 50)],
                          [(c.uuid, c.old, c.new) for c in changes])
         # Readers get the value in force of the low instance only.
@@ -535,21 +539,9 @@ class TestProtection(base.TestCase):
         # Not due again before a period has passed.
         self.assertEqual((), prot.step(hosts.REFERENCE, {}, {}))
 
-    def _pool_case(self):
-        """A low guest on domain 1, a high one on domain 0, 10 GB/s."""
-        inst_low = dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW)
-        inst_high = dataclasses.replace(f.inst(uuid=f.U2),
-                                        priority=ctl.HIGH)
-        self.flags(memory_bandwidth_capacity=10, group='rdt_agent')
-        prot = protection.Protection(self.conf.rdt_agent,
-                                     lambda: self.now[0])
-        rates = {f.U1: sampler.Rates(7e9, total_by_domain={1: 7e9}),
-                 f.U2: sampler.Rates(3e9, total_by_domain={0: 3e9})}
-        return prot, {f.U1: inst_low, f.U2: inst_high}, rates
-
     def test_a_pool_throttles_a_neighbour_on_another_domain(self):
         # Both domains draw on one node's memory (pools.from_capabilities).
-        prot, instances, rates = self._pool_case()
+        prot, instances, rates = self._pair()
         prot.set_pools({0: 0, 1: 0})
         changes = prot.step(hosts.REFERENCE, instances, rates)
         self.assertEqual([(f.U1, None, 50)],
@@ -561,7 +553,7 @@ class TestProtection(base.TestCase):
 
     def test_separate_memory_protects_nothing_across_domains(self):
         for pool_of in (None, {0: 0, 1: 1}):
-            prot, instances, rates = self._pool_case()
+            prot, instances, rates = self._pair()
             prot.set_pools(pool_of)
             self.assertEqual((), prot.step(hosts.REFERENCE, instances,
                                            rates))
@@ -572,12 +564,12 @@ class TestProtection(base.TestCase):
 
     def test_pools_off_by_option(self):
         self.flags(controller_pools='domain', group='rdt_agent')
-        prot, instances, rates = self._pool_case()
+        prot, instances, rates = self._pair()
         prot.set_pools({0: 0, 1: 0})
         self.assertEqual((), prot.step(hosts.REFERENCE, instances, rates))
 
     def test_new_pools_start_afresh(self):
-        prot, instances, rates = self._pool_case()
+        prot, instances, rates = self._pair()
         idle = {u: sampler.Rates(0.0, total_by_domain={0: 0.0, 1: 0.0})
                 for u in rates}
         prot.step(hosts.REFERENCE, instances, idle)
@@ -599,7 +591,7 @@ class TestProtection(base.TestCase):
                'host': {'controller': {'domains': {
                    '0': {'learned_bps': 5e9, 'members': [0, 1]}}}}}
         for pool_of, learned in (({0: 0, 1: 0}, 5e9), (None, 0.0)):
-            prot, instances, rates = self._pool_case()
+            prot, instances, rates = self._pair()
             prot.resume(doc)
             prot.set_pools(pool_of)
             prot.step(hosts.REFERENCE, {}, {})
