@@ -53,6 +53,13 @@ Control law (per domain)
   instances active on the domain, heaviest first, each get their level
   multiplied by ``decrease``, until what they are expected to give up
   covers the excess over the high watermark. Never below the floor.
+* **Saturated**: at a pressure above 1 the domain moves all it can,
+  and its total no longer shows how much more the instances want: the
+  excess over the high watermark is unknown, and a proportional cut
+  would take as many periods as the demand is deep while the protected
+  instance waits. Every active low instance then goes to the floor at
+  once; the releases (below) give back what was not needed. This is
+  Heracles' answer to a violated target, and TCP's to a timeout.
 * **Release** (additive increase) when no high-priority instance is
   active, or the pressure is at or below ``low_watermark``: every
   throttled instance on the domain gets ``increase`` more; at its ceiling
@@ -111,6 +118,8 @@ RELEASE = 'release'
 HOLD = 'hold'
 
 MB = 2 ** 20
+#: Pressure at which a domain moves all it can (see "Saturated").
+SATURATED = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,8 +311,11 @@ def _snap(value, in_use, scale, floor):
 
 
 def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
-              votes):
-    """Cut the heaviest low instances until ``excess`` bytes/s is covered."""
+              votes, saturated=False):
+    """Cut the heaviest low instances until ``excess`` bytes/s is covered.
+
+    ``saturated``: the excess is unknown; every one goes to its floor.
+    """
     covered = 0.0
     for member in sorted(lows, key=lambda m: (-m.domains.get(dom, 0.0),
                                               m.uuid)):
@@ -318,7 +330,8 @@ def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
             # An absolute cap starts from what the instance uses now.
             use = sum(member.domains.values()) / scale.bytes_per_unit
             current = min(current, max(use, floor))
-        new = max(floor, scale.round_down(current * params.decrease))
+        new = floor if saturated else max(
+            floor, scale.round_down(current * params.decrease))
         new = _snap(new, in_use, scale, floor)
         if new >= current:
             continue
@@ -445,11 +458,18 @@ def decide(members, state, scale, params, now, capacities=None):
             elif not lows:
                 reason = 'pressure above the high watermark, no active low'
             else:
-                excess = total - params.high_watermark * capacity
+                saturated = pressure > SATURATED
+                excess = float('inf') if saturated else (
+                    total - params.high_watermark * capacity)
                 covered = _throttle(dom, lows, levels, scale, params,
                                     capacity, excess, in_use,
-                                    throttle_votes)
-                if covered > 0:
+                                    throttle_votes, saturated)
+                if covered > 0 and saturated:
+                    decision = THROTTLE
+                    reason = ('pressure %.2f: saturated with %d active '
+                              'high, every active low to the floor' % (
+                                  pressure, len(highs)))
+                elif covered > 0:
                     decision = THROTTLE
                     reason = ('pressure %.2f >= high watermark %.2f with '
                               '%d active high' % (pressure,

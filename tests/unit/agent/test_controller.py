@@ -121,6 +121,30 @@ class TestStepResponse(base.TestCase):
         self.assertEqual('no active high-priority instance',
                          loop.changes[-1].reason)
 
+    def test_saturated_every_active_low_to_the_floor(self):
+        loop = Loop()
+        # 3 + 5 + 4 GB/s of 10: more than the domain moves, so how much
+        # more they want is unknown. The idle low one is left alone.
+        d = loop.run(high(3), low(5), low(4, uuid=L2),
+                     low(0.01, uuid='idle-low'))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
+        self.assertIn('pressure 1.20: saturated with 1 active high',
+                      d.changes[0].reason)
+        # At the floor: nothing left to cut, whatever the pressure.
+        d = loop.run(high(3), low(5), low(4, uuid=L2))
+        self.assertEqual(2, len(loop.changes))
+        self.assertIn('no step left', d.reports[0].reason)
+
+    def test_saturated_respects_the_static_cap_and_mbps_floor(self):
+        loop = Loop()
+        loop.run(high(3), low(8, ceiling=40))
+        self.assertEqual({L1: 10}, loop.levels)
+        loop = Loop(scale=MBPS)
+        loop.run(high(3), low(8))
+        # 10% of the domain's 10 GB/s, in MiB/s.
+        self.assertEqual({L1: -(-GB // ctl.MB)}, loop.levels)
+
     def test_normal_instances_never_touched(self):
         loop = Loop()
         loop.run(high(2), ctl.Member(N, ctl.NORMAL, domains={0: 8 * GB}))
@@ -229,10 +253,11 @@ class TestLimits(base.TestCase):
     def test_levels_bounded_by_free_closids(self):
         scale = dataclasses.replace(PCT, max_levels=1)
         loop = Loop(scale=scale)
-        loop.run(high(3), low(4), low(3.9, uuid=L2))
+        # Excess 1.5 GB/s: halving L1 gives 1.45, so L2 is cut too.
+        loop.run(high(4.4), low(2.9), low(2.7, uuid=L2))
         self.assertEqual({L1: 50, L2: 50}, loop.levels)
         # No CLOSID for a second level: both stay at the one in use.
-        d = loop.run(high(3), low(4), low(3.9, uuid=L2))
+        d = loop.run(high(4.4), low(2.9), low(2.7, uuid=L2))
         self.assertEqual({L1: 50, L2: 50}, loop.levels)
         self.assertIn('no free CLOSID', d.reports[0].reason)
 
@@ -278,7 +303,7 @@ class TestRestart(base.TestCase):
         loop = Loop()
         loop.run(high(3), low(7), low(5, uuid=L2))
         before = loop.levels
-        self.assertEqual(2, len(before))
+        self.assertEqual({L1: 10, L2: 10}, before)
         # A new agent: only the levels come back, the dwell starts anew.
         restarted = Loop()
         restarted.now = loop.now + 600
@@ -288,7 +313,7 @@ class TestRestart(base.TestCase):
             restarted.run(high(0), low(1), low(1, uuid=L2))
         self.assertEqual(before, restarted.levels)
         restarted.run(high(0), low(1), low(1, uuid=L2))
-        self.assertEqual({L1: 60, L2: 60}, restarted.levels)
+        self.assertEqual({L1: 20, L2: 20}, restarted.levels)
 
     def test_gone_instance_forgotten(self):
         loop = Loop()
