@@ -426,6 +426,7 @@ def decide(members, state, scale, params, now, capacities=None):
                 unsure.setdefault(d, m.uuid)
     in_use = {v for v in levels.values()}
     throttle_votes = {}         # uuid -> (level, domain)
+    cut_reasons = {}            # domain -> why its votes cut
     release_ok = {}             # uuid -> set of domains that release
     hold_for = {}               # uuid -> set of domains that hold
     reports = {}
@@ -469,12 +470,14 @@ def decide(members, state, scale, params, now, capacities=None):
                     reason = ('pressure %.2f: saturated with %d active '
                               'high, every active low to the floor' % (
                                   pressure, len(highs)))
+                    cut_reasons[dom] = reason
                 elif covered > 0:
                     decision = THROTTLE
                     reason = ('pressure %.2f >= high watermark %.2f with '
                               '%d active high' % (pressure,
                                                   params.high_watermark,
                                                   len(highs)))
+                    cut_reasons[dom] = reason + ', heaviest first'
                 else:
                     reason = ('pressure above the high watermark, no step '
                               'left (floor, or no free CLOSID for a level)')
@@ -516,7 +519,7 @@ def decide(members, state, scale, params, now, capacities=None):
         held_on[uuid] = held_on.get(uuid, frozenset()) | seen.get(
             uuid, frozenset()) | {dom}
         changes.append(Change(uuid, dom, old, new,
-                              reports[dom].reason + ', heaviest first'))
+                              cut_reasons.get(dom, reports[dom].reason)))
     for uuid, doms in sorted(release_ok.items()):
         m = members[uuid]
         if uuid in throttle_votes or hold_for.get(uuid) or (

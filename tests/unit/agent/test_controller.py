@@ -129,8 +129,9 @@ class TestStepResponse(base.TestCase):
                      low(0.01, uuid='idle-low'))
         self.assertEqual({L1: 10, L2: 10}, loop.levels)
         self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
-        self.assertIn('pressure 1.20: saturated with 1 active high',
-                      d.changes[0].reason)
+        self.assertEqual('pressure 1.20: saturated with 1 active high, '
+                         'every active low to the floor',
+                         d.changes[0].reason)
         # At the floor: nothing left to cut, whatever the pressure.
         d = loop.run(high(3), low(5), low(4, uuid=L2))
         self.assertEqual(2, len(loop.changes))
