@@ -53,12 +53,16 @@ Control law (per domain)
   instances active on the domain, heaviest first, each get their level
   multiplied by ``decrease``, until what they are expected to give up
   covers the excess over the high watermark. Never below the floor.
-* **Saturated**: at a pressure above 1 the domain moves all it can,
-  and its total no longer shows how much more the instances want: the
-  excess over the high watermark is unknown, and a proportional cut
-  would take as many periods as the demand is deep while the protected
-  instance waits. Every active low instance then goes to the floor at
-  once; the releases (below) give back what was not needed. This is
+* **Saturated or squeezed**: at a pressure above 1 the domain moves all
+  it can, and its total no longer shows how much more the instances
+  want; nor does it while a high-priority instance active there moves
+  less than half of its own *peak* (the highest rate it sustained for
+  ``learn_samples`` intervals in a row) and the pressure is at or above
+  the high watermark: what it lost is demand the total does not show.
+  The excess over the high watermark is then unknown, and a proportional
+  cut would take as many periods as the demand is deep while the
+  protected instance waits. Every active low instance goes to the floor
+  at once; the releases (below) give back what was not needed. This is
   Heracles' answer to a violated target, and TCP's to a timeout.
 * **Release** (additive increase) when no high-priority instance is
   active, or the pressure is at or below ``low_watermark``: every
@@ -118,8 +122,10 @@ RELEASE = 'release'
 HOLD = 'hold'
 
 MB = 2 ** 20
-#: Pressure at which a domain moves all it can (see "Saturated").
+#: Pressure above which a domain moves all it can (see "Saturated").
 SATURATED = 1.0
+#: Share of its peak below which a high instance is squeezed.
+SQUEEZED = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +218,7 @@ class State:
         active.
     :param held_on: ``{uuid: domain ids}`` where each held instance has
         been active since it was first throttled.
+    :param peaks: ``{uuid: Peak}`` of the high-priority instances.
     """
 
     levels: typing.Mapping[str, int] = dataclasses.field(
@@ -222,6 +229,23 @@ class State:
         default_factory=dict)
     held_on: typing.Mapping[str, typing.FrozenSet[int]] = dataclasses.field(
         default_factory=dict)
+    peaks: typing.Mapping[str, "Peak"] = dataclasses.field(
+        default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Peak:
+    """The highest rate a high instance sustained (learned like capacity)."""
+
+    learned: float = 0.0
+    recent: typing.Tuple[float, ...] = ()
+
+    def add(self, total, samples):
+        recent = (self.recent + (total,))[-samples:]
+        learned = self.learned
+        if len(recent) == samples:
+            learned = max(learned, min(recent))
+        return Peak(learned, recent)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,6 +437,18 @@ def decide(members, state, scale, params, now, capacities=None):
             domain_ids |= set(m.domains)
     held_on = {u: state.held_on.get(u, frozenset()) | seen.get(
         u, frozenset()) for u in levels}
+    peaks = {}
+    squeezed = set()
+    for m in members.values():
+        if m.priority != HIGH:
+            continue
+        peak = state.peaks.get(m.uuid, Peak())
+        if m.domains is not None:
+            total = sum(m.domains.values())
+            if total < SQUEEZED * peak.learned and seen[m.uuid]:
+                squeezed.add(m.uuid)
+            peak = peak.add(total, params.learn_samples)
+        peaks[m.uuid] = peak
 
     def held_there(uuid, dom):
         # After a restart nothing is known: every domain has a say.
@@ -459,7 +495,8 @@ def decide(members, state, scale, params, now, capacities=None):
             elif not lows:
                 reason = 'pressure above the high watermark, no active low'
             else:
-                saturated = pressure > SATURATED
+                short = sorted(m.uuid for m in highs if m.uuid in squeezed)
+                saturated = pressure > SATURATED or bool(short)
                 excess = float('inf') if saturated else (
                     total - params.high_watermark * capacity)
                 covered = _throttle(dom, lows, levels, scale, params,
@@ -467,9 +504,11 @@ def decide(members, state, scale, params, now, capacities=None):
                                     throttle_votes, saturated)
                 if covered > 0 and saturated:
                     decision = THROTTLE
-                    reason = ('pressure %.2f: saturated with %d active '
-                              'high, every active low to the floor' % (
-                                  pressure, len(highs)))
+                    reason = ('pressure %.2f: %s with %d active high, '
+                              'every active low to the floor' % (
+                                  pressure, 'saturated' if pressure >
+                                  SATURATED else '%s below half its peak'
+                                  % short[0], len(highs)))
                     cut_reasons[dom] = reason
                 elif covered > 0:
                     decision = THROTTLE
@@ -541,5 +580,5 @@ def decide(members, state, scale, params, now, capacities=None):
         throttled = sum(1 for u in levels if held_there(u, dom))
         reports[dom] = dataclasses.replace(report, throttled=throttled)
     held_on = {u: held_on[u] for u in levels}
-    return Decision(State(levels, new_domains, seen, held_on),
+    return Decision(State(levels, new_domains, seen, held_on, peaks),
                     tuple(changes), reports)

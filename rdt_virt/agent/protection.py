@@ -143,7 +143,8 @@ class Protection(object):
                          p, ','.join(str(d) for d in doms))
                          for p, doms in sorted(members.items())))
         # Where each instance ran is in the old pools' terms: forget it.
-        self.state = ctl.State(self.state.levels, domains)
+        self.state = ctl.State(self.state.levels, domains,
+                               peaks=self.state.peaks)
         self._members = members
 
     @property

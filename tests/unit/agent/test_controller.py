@@ -146,6 +146,33 @@ class TestStepResponse(base.TestCase):
         # 10% of the domain's 10 GB/s, in MiB/s.
         self.assertEqual({L1: -(-GB // ctl.MB)}, loop.levels)
 
+    def test_squeezed_high_sends_every_active_low_to_the_floor(self):
+        loop = Loop()
+        for _ in range(3):
+            loop.run(high(4))           # its peak: 4 GB/s sustained
+        # Down to 1.5 with the pool at 0.85: what it lost is demand the
+        # total does not show.
+        d = loop.run(high(1.5), low(4), low(3, uuid=L2))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertEqual('pressure 0.85: high below half its peak with 1 '
+                         'active high, every active low to the floor',
+                         d.changes[0].reason)
+        self.assertEqual(4 * GB, loop.state.peaks[H].learned)
+
+    def test_a_high_below_its_peak_is_no_pressure_by_itself(self):
+        loop = Loop()
+        for _ in range(3):
+            loop.run(high(4))
+        # Idle-ish and the pool far from its watermark: nothing to do.
+        loop.run(high(1), low(3))
+        self.assertEqual({}, loop.levels)
+        # Above the watermark but not below half its peak: in proportion.
+        loop.run(high(2.5), low(6.5))
+        self.assertEqual({L1: 50}, loop.levels)
+        # It leaves: its peak is forgotten.
+        loop.run(low(1))
+        self.assertEqual({}, dict(loop.state.peaks))
+
     def test_normal_instances_never_touched(self):
         loop = Loop()
         loop.run(high(2), ctl.Member(N, ctl.NORMAL, domains={0: 8 * GB}))
