@@ -734,7 +734,8 @@ class Flow(object):
                 for n, u in self.priority_uuids.items()}
 
     def priority_throttled(self):
-        # The heaviest first, as many as the excess needs: at least one.
+        # As many as the excess needs, heaviest first (every active one
+        # when the pool is saturated): at least one.
         def throttled():
             try:
                 levels = self._levels()

@@ -82,7 +82,8 @@ class TestController(base.AgentTestCase):
         self.assertPlaced(lows[0], None)
         self.assertPlaced(lows[1], P + 'mb60')
         self.period()
-        # Throttled in steps down to the floor (the host's minimum, 10%).
+        # The tiny capacity saturates the pool: every active low guest to
+        # the floor (the host's minimum, 10%) at once.
         doc = self.until(lambda d: all(self.level(d, u) == 10
                                        for u in lows), 'floor')
         for uuid in lows:
@@ -104,7 +105,8 @@ class TestController(base.AgentTestCase):
         self.assertGreaterEqual(sum(d['throttled']
                                     for d in domains.values()), 2)
         self.assertIn('-> 10%', self.logger.output)
-        self.assertIn('heaviest first', self.logger.output)
+        self.assertIn('saturated with 1 active high, every active low to '
+                      'the floor', self.logger.output)
 
         # A restarted agent takes the levels back: its first ticks move
         # nothing out of the throttle group.
