@@ -36,6 +36,7 @@ the caller passes in.
 """
 
 from rdt_virt import exception
+from rdt_virt.libvirt import capabilities
 from rdt_virt.libvirt import xmlutil
 
 #: ``[rdt_agent] controller_pools`` values.
@@ -48,18 +49,16 @@ _WHAT = 'host capabilities'
 def topology(text):
     """``({L3 id: cpus}, {NUMA node id: cpus})`` from capabilities XML.
 
-    :raises: InvalidXML when the text is not capabilities XML.
+    The banks as :func:`rdt_virt.libvirt.capabilities.parse_element` reads
+    them for the scheduler.
+
+    :raises: InvalidXML or InvalidCapabilities.
     """
     root = xmlutil.parse_xml(text, _WHAT)
-    host = root.find('host')
-    if host is None:
-        raise xmlutil.invalid(_WHAT, 'no <host> element')
-    banks = {}
-    for bank in host.findall('cache/bank'):
-        if bank.get('level') != '3' or not bank.get('cpus'):
-            continue
-        bank_id = xmlutil.uint_attr(bank, 'id', _WHAT)
-        banks[bank_id] = xmlutil.parse_vcpus(bank.get('cpus'), _WHAT)
+    host = root if root.tag == 'host' else root.find('host')
+    banks = {bank: cpus for (level, bank), cpus in
+             capabilities.parse_element(root).bank_cpus.items()
+             if level == 'L3'}
     nodes = {}
     for cell in host.findall('topology/cells/cell'):
         cpus = frozenset(xmlutil.uint_attr(cpu, 'id', _WHAT)
@@ -99,7 +98,7 @@ def pools(domain_cpus, node_cpus):
 def from_capabilities(text):
     """:func:`pools` of the host that ``text`` describes.
 
-    :raises: InvalidXML.
+    :raises: InvalidXML or InvalidCapabilities.
     """
     return pools(*topology(text))
 
@@ -135,7 +134,7 @@ def read(source):
     """
     try:
         return from_capabilities(source.capabilities()), None
-    except exception.InvalidXML as e:
-        return None, str(e)
+    except (exception.InvalidXML, exception.InvalidCapabilities) as e:
+        return None, 'bad host capabilities: %s' % e
     except Exception as e:      # libvirt errors: the caller retries
         return None, 'cannot read the host capabilities: %s' % e

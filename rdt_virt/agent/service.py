@@ -276,8 +276,9 @@ class Agent(object):
             return
         pool_of, reason = pools_mod.read(self.source)
         if pool_of is None:
-            # Tried again at the next full tick; said once.
-            self._pools_due = True
+            # Read again after the next (re)connection or remount, not at
+            # every tick: a libvirtd that failed here fails instances() too
+            # and is reconnected; bad XML stays bad. Said once per reason.
             if reason != self._pools_warning:
                 LOG.warning('Bandwidth controller: no NUMA topology (%s); '
                             'each L3 domain is a pool of its own', reason)

@@ -317,6 +317,17 @@ class TestMissingMeasurements(base.TestCase):
         loop.run(high(2), low(1), low(0.5, uuid=L2))
         self.assertEqual({L1: 60}, loop.levels)
 
+    def test_unmeasured_high_keeps_its_peak_and_squeezes_nothing(self):
+        loop = Loop()
+        for _ in range(3):
+            loop.run(high(4))
+        # Its counter reads Unavailable (no rate): not squeezed, and its
+        # peak is neither lowered nor forgotten.
+        for _ in range(5):
+            loop.run(unmeasured(H, ctl.HIGH), low(9))
+        self.assertEqual({}, loop.levels)
+        self.assertEqual(4 * GB, loop.state.peaks[H].learned)
+
     def test_unmeasured_high_does_not_release(self):
         loop = Loop()
         loop.run(high(3), low(7))
