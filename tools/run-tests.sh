@@ -28,15 +28,30 @@ trap 'rm -f "$log"' EXIT
 status=0
 "$TOX" -e "$envs" 2>&1 | tee "$log" || status=$?
 
-# A failure's traceback sits far up a long log: repeat the failed tests
-# and the start of stestr's failure report where a truncated CI log still
-# shows them.
+# A failure's traceback sits far up a long log: repeat, where a truncated
+# CI log still shows them, each failed test's name, its whole traceback
+# and the end of its other details (a long report ends with its summary).
+# Everything is cut to its last lines: a failure's cause is at the end.
 if [ "$status" -ne 0 ]; then
     echo "=== stestr's failure reports, repeated from above ==="
-    awk '
-        /^Failed [0-9]+ tests - output below:$/ { on = 1; n = 0 }
-        on && n < 150 { print; n++ }
-        /^Totals$/ { on = 0 }
+    awk -v keep=30 '
+        function flush(  lines, first, i) {
+            lines = section == "traceback" ? 4 * keep : keep
+            first = n <= lines ? 1 : n - lines + 1
+            if (first > 1)
+                print "    [" first - 1 " lines of " section " left out]"
+            for (i = first; i <= n; i++)
+                print buf[i]
+            section = ""; n = 0
+        }
+        /^Failed [0-9]+ tests - output below:$/ { on = 1; print; next }
+        on && /^Totals$/ { flush(); on = 0; next }
+        !on { next }
+        /^Captured [^ ]+:$/ {
+            flush(); section = substr($2, 1, length($2) - 1); print; next
+        }
+        section != "" { buf[++n] = $0; next }
+        { print }
     ' "$log"
     echo "=== failed tests ==="
     grep -E '^\{[0-9]+\} .* \.\.\. FAILED$' "$log" || true
