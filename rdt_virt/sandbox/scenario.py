@@ -60,6 +60,7 @@ import sys
 import time
 import uuid as uuid_mod
 
+from rdt_virt.agent import sampler
 from rdt_virt.agent import state as state_mod
 from rdt_virt.cmd import cli
 from rdt_virt.emulator import threads as threads_mod
@@ -67,6 +68,7 @@ from rdt_virt.libvirt import capabilities
 from rdt_virt.libvirt import elements
 from rdt_virt.policy import extra_specs
 from rdt_virt.policy import fit
+from rdt_virt.resctrl import fs
 from rdt_virt.sandbox import chart
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
@@ -285,18 +287,53 @@ class Scenario(object):
 
     @staticmethod
     def _mbm_bytes(dirs):
+        """``{name: {domain: bytes, or None where it reads Unavailable}}``.
+
+        A guest whose counters cannot be read, or read another sentinel
+        (``Error``, ``Unassigned``), is left out.
+        """
         out = {}
         for name, path in dirs.items():
+            values = {}
             try:
-                total = 0
                 for dom in os.listdir(os.path.join(path, 'mon_data')):
                     with open(os.path.join(path, 'mon_data', dom,
                                            'mbm_total_bytes')) as f:
-                        total += int(f.read())
+                        value = fs.parse_mon_value(f.read())
+                    if value.value is None and (
+                            value.reason != sampler.UNAVAILABLE):
+                        raise ValueError(value.reason)
+                    values[dom] = value.value
             except (OSError, ValueError):
-                continue        # gone, or a sentinel
-            out[name] = total
+                continue        # gone, or another sentinel
+            out[name] = values
         return out
+
+    @staticmethod
+    def _mbm_rate(start, end, seconds):
+        """Bytes/s between two :meth:`_mbm_bytes` of one guest, or None.
+
+        An RMID reads ``Unavailable`` on a domain until its tasks have run
+        there (as the kernel's does for a monitor that saw no traffic),
+        and counts from zero from then on: a domain that said so at the
+        start moved its whole end value in the window, and one that still
+        says so moved nothing. A vCPU that a throttle keeps on one CPU can
+        leave the other domain ``Unavailable`` for minutes. A counter that
+        went back, or became ``Unavailable`` again, was reset: no rate.
+        """
+        if set(start) != set(end):
+            return None
+        moved = 0
+        for dom, value in end.items():
+            old = start[dom]
+            if value is None:
+                if old is not None:
+                    return None
+                continue
+            if old is not None and value < old:
+                return None
+            moved += value - (old or 0)
+        return moved / seconds
 
     def sample(self):
         """One sample: work rate, CPU and memory bandwidth over a window.
@@ -321,9 +358,9 @@ class Scenario(object):
         return {'work': works.get(PROTECTED),
                 'works': works,
                 'cpu': {n: (c1[n] - c0.get(n, 0.0)) / dt for n in c1},
-                # A counter that went back was reset: no sample.
-                'mbm': {n: (b1[n] - b0[n]) / dt for n in b1
-                        if n in b0 and b1[n] >= b0[n]}}
+                'mbm': {n: rate for n, rate in (
+                    (n, self._mbm_rate(b0[n], b1[n], dt))
+                    for n in b1 if n in b0) if rate is not None}}
 
     def _work_counts(self):
         return {n: m.sample() for n, m in self.meters.items()}

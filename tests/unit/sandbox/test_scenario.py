@@ -148,14 +148,35 @@ class CountersTest(base.TestCase):
             'noisy-1': os.path.join(root, 'qemu-2-noisy-1-vcpus_0'),
             'noisy-2': os.path.join(root, 'rdtvirt-mb10', 'mon_groups',
                                     'rdtvirt-m-c')}, dirs)
+        values = {'protected': ('1000', '24'),
+                  # Its vCPU has not run on domain 1 yet.
+                  'noisy-1': ('1000', 'Unavailable'),
+                  'noisy-2': ('1000', 'Error')}
         for name, path in dirs.items():
-            for dom, value in (('mon_L3_00', '1000'), ('mon_L3_01', '24')):
+            for dom, value in zip(('mon_L3_00', 'mon_L3_01'), values[name]):
                 os.makedirs(os.path.join(path, 'mon_data', dom))
                 with open(os.path.join(path, 'mon_data', dom,
                                        'mbm_total_bytes'), 'w') as f:
-                    f.write(value if name != 'noisy-2' else 'Unavailable')
-        self.assertEqual({'protected': 1024, 'noisy-1': 1024},
-                         run._mbm_bytes(dirs))
+                    f.write(value + '\n')
+        self.assertEqual(
+            {'protected': {'mon_L3_00': 1000, 'mon_L3_01': 24},
+             'noisy-1': {'mon_L3_00': 1000, 'mon_L3_01': None}},
+            run._mbm_bytes(dirs))
+
+    def test_rate_over_a_window(self):
+        rate = scenario.Scenario._mbm_rate
+        self.assertEqual(50.0, rate({0: 100, 1: 20}, {0: 180, 1: 40}, 2.0))
+        # A domain where the RMID has not counted yet moved nothing...
+        self.assertEqual(40.0, rate({0: 100, 1: None}, {0: 180, 1: None},
+                                    2.0))
+        # ... and once it has, all it counted is in the window.
+        self.assertEqual(45.0, rate({0: 100, 1: None}, {0: 180, 1: 10},
+                                    2.0))
+        # A counter that went back, or lost its value, was reset.
+        self.assertIsNone(rate({0: 100, 1: 20}, {0: 90, 1: 40}, 2.0))
+        self.assertIsNone(rate({0: 100, 1: 20}, {0: 180, 1: None}, 2.0))
+        # The group's domains changed (a remount): no rate.
+        self.assertIsNone(rate({0: 100}, {0: 180, 1: 10}, 2.0))
 
 
 UNIT = guest.WORK_UNIT_BYTES
