@@ -29,9 +29,9 @@ status=0
 "$TOX" -e "$envs" 2>&1 | tee "$log" || status=$?
 
 # A failure's traceback sits far up a long log: repeat, where a truncated
-# CI log still shows them, each failed test's name, its whole traceback
-# and the end of its other details (a long report ends with its summary).
-# Everything is cut to its last lines: a failure's cause is at the end.
+# CI log still shows them, each failed test's name, the last 120 lines of
+# its traceback and the last 30 of each other detail (a long report ends
+# with its summary): a failure's cause is at the end.
 if [ "$status" -ne 0 ]; then
     echo "=== stestr's failure reports, repeated from above ==="
     awk -v keep=30 '
