@@ -56,8 +56,13 @@ class Daemons(object):
             return None
         return pid if marker.strip() in cmdline and not zombie else None
 
-    def start(self, name, argv, env=None, marker=None, cwd=None):
-        """Start ``argv`` detached, output to its log; returns the pid."""
+    def start(self, name, argv, env=None, marker=None, cwd=None,
+              timeout=10.0):
+        """Start ``argv`` detached, output to its log; returns the pid.
+
+        Returns once :meth:`pid` knows the daemon, once it has exited,
+        or after ``timeout`` seconds.
+        """
         if self.pid(name):
             raise ProcessError('%s is already running' % name)
         os.makedirs(self.run_dir, exist_ok=True)
@@ -69,6 +74,13 @@ class Daemons(object):
                 start_new_session=True)
         with open(self.pid_file(name), 'w') as f:
             f.write('%d\n%s\n' % (proc.pid, marker or argv[0]))
+        # Popen returns as soon as the kernel releases the parent, which
+        # is before the new program's command line is in place: until
+        # then /proc shows none, and the daemon would read as down.
+        deadline = time.monotonic() + timeout
+        while (not self.pid(name) and proc.poll() is None and
+               time.monotonic() < deadline):
+            time.sleep(0.005)
         return proc.pid
 
     def stop(self, name, timeout=20.0):
