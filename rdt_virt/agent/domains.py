@@ -22,20 +22,19 @@ costs one ``listAllDomains`` call rather than one XML per domain.
 
 libvirt delivers events from its own event loop, which needs a real OS
 thread (``virEventRunDefaultImpl`` blocks in C) registered before the first
-connection; :func:`native` keeps it one even under eventlet. When
-libvirtd goes away (restart, crash) the close callback marks the source
-disconnected; the agent reconnects and runs a full reconciliation, since
-events may have been missed meanwhile.
+connection; :func:`rdt_virt.concurrency.native` keeps it one even under
+eventlet. When libvirtd goes away (restart, crash) the close callback marks
+the source disconnected; the agent reconnects and runs a full
+reconciliation, since events may have been missed meanwhile.
 """
 
 import collections
-import importlib
-import sys
 import time
 
 from oslo_log import log as logging
 
 from rdt_virt.agent import desired
+from rdt_virt import concurrency
 from rdt_virt import exception
 
 LOG = logging.getLogger(__name__)
@@ -51,25 +50,8 @@ CHANGED = 'changed'
 RECONNECTED = 'reconnected'
 
 
-def native(name):
-    """The stdlib module ``name`` as the OS provides it.
-
-    libvirt's event loop blocks in C, so it needs a real thread even where
-    eventlet monkey-patched ``threading`` (a process that also imports
-    Nova, such as a test runner): a green thread would block the whole
-    process. Its events then travel through a real queue. Call it when the
-    module is needed, not at import: eventlet patches modules in place.
-    """
-    eventlet = sys.modules.get('eventlet')
-    if eventlet is not None:
-        from eventlet import patcher
-        if patcher.is_monkey_patched('thread'):
-            return patcher.original(name)
-    return importlib.import_module(name)
-
-
 # Created at import, before anyone could patch threading: a real lock.
-_loop_lock = native('threading').Lock()
+_loop_lock = concurrency.native('threading').Lock()
 _loop_started = False
 
 
@@ -86,8 +68,8 @@ def _start_event_loop(libvirt):
             while True:
                 libvirt.virEventRunDefaultImpl()
 
-        native('threading').Thread(target=run, name='libvirt-events',
-                                   daemon=True).start()
+        concurrency.native('threading').Thread(
+            target=run, name='libvirt-events', daemon=True).start()
         _loop_started = True
 
 
@@ -105,9 +87,9 @@ class LibvirtSource(object):
         self.default_monitor = default_monitor
         self.refresh_interval = refresh_interval
         self.clock = clock
-        self.events = native('queue').Queue()
+        self.events = concurrency.native('queue').Queue()
         self._conn = None
-        self._lock = native('threading').Lock()
+        self._lock = concurrency.native('threading').Lock()
         # uuid -> (domain id, fetched at, Instance or None)
         self._cache = {}
 

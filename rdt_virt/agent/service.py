@@ -50,6 +50,7 @@ from rdt_virt.agent import reconcile
 from rdt_virt.agent import sampling as sampling_mod
 from rdt_virt.agent import snapshot as snapshot_mod
 from rdt_virt.agent import state
+from rdt_virt import concurrency
 from rdt_virt import exception
 from rdt_virt.policy import default_group
 
@@ -539,8 +540,8 @@ class Agent(object):
 
     def run(self, stop):
         """Serve until ``stop`` (a threading.Event) is set."""
-        # The event queue is the OS's even under eventlet (domains.native).
-        empty = (domains.native('queue').Empty, stdlib_queue.Empty)
+        # The event queue is the OS's even under eventlet (concurrency.native).
+        empty = (concurrency.native('queue').Empty, stdlib_queue.Empty)
         next_tick = self.clock()
         next_sample = next_tick + self.opts.sample_interval
         while not stop.is_set():

@@ -49,6 +49,7 @@ import os
 import re
 import threading
 
+from rdt_virt import concurrency
 from rdt_virt import exception
 from rdt_virt.resctrl import info as info_mod
 from rdt_virt.resctrl import schemata as schemata_mod
@@ -732,7 +733,10 @@ class Resctrl(object):
                 except OSError:
                     raise exception.ResctrlNotMounted(path=self.root)
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    # libvirt or the agent may hold it: where eventlet runs
+                    # the process (nova-compute on Nova 31 to 33), wait on
+                    # a real thread, not with every green thread stopped.
+                    concurrency.blocking(fcntl.flock, fd, fcntl.LOCK_EX)
                 except Exception:
                     os.close(fd)
                     raise

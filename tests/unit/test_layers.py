@@ -69,7 +69,7 @@ class TestLayers(base.TestCase):
         self.assertIn('rdt_virt.resctrl.names', names)
         self.assertEqual(['rdt_virt'], outside(names, [
             'rdt_virt.privsep', 'rdt_virt.resctrl', 'rdt_virt.exception',
-            'rdt_virt.i18n', 'rdt_virt.conf']))
+            'rdt_virt.i18n', 'rdt_virt.conf', 'rdt_virt.concurrency']))
 
     def test_scheduler_does_not_load_the_compute_side(self):
         names = loaded(['nova_plugin.scheduler.state',

@@ -43,6 +43,7 @@ import warnings
 from rdt_virt.agent import domains
 from rdt_virt.agent import model
 from rdt_virt.cmd import agent as agent_cmd
+from rdt_virt import concurrency
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt import privsep
@@ -84,7 +85,7 @@ class FileSource(object):
 
     def __init__(self, path):
         self.path = path
-        self.events = domains.native('queue').Queue()
+        self.events = concurrency.native('queue').Queue()
         self.connected = False
 
     def _load(self):

@@ -30,6 +30,7 @@ import time
 
 from rdt_virt.agent import domains
 from rdt_virt.agent import model
+from rdt_virt import concurrency
 
 _HELPER = r'''
 import os, sys, threading
@@ -173,7 +174,7 @@ class FakeSource(object):
 
     def __init__(self, capabilities=CAPABILITIES):
         self.domains = {}
-        self.events = domains.native('queue').Queue()
+        self.events = concurrency.native('queue').Queue()
         self.connected = True
         self.capabilities_xml = capabilities
 

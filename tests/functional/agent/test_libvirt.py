@@ -27,6 +27,7 @@ import uuid as uuid_mod
 
 from rdt_virt.agent import domains
 from rdt_virt.cmd import agent as agent_cmd
+from rdt_virt import concurrency
 from rdt_virt import conf as rdt_conf
 from rdt_virt import privsep
 from rdt_virt.sandbox import guest
@@ -86,7 +87,7 @@ class LibvirtAgentTestCase(emulated.SandboxTestCase):
     def run_agent(self):
         """Run the daemon loop in a thread until the test ends."""
         # A real thread: this test process may run under eventlet.
-        threading = domains.native('threading')
+        threading = concurrency.native('threading')
         stop = threading.Event()
         thread = threading.Thread(target=self.agent.run, args=(stop,),
                                   daemon=True)
