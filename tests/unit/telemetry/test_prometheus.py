@@ -41,6 +41,23 @@ class TestPrometheus(base.TestCase):
                             'rmids_used': 4, 'coverage': 0.5,
                             'rotating': True}
 
+    @staticmethod
+    def value(text, name, **labels):
+        """One sample's value, read as a scraper reads it.
+
+        prometheus-client releases write large floats differently (1.2e+10
+        or 1.2e+010): compare those by value, not by text.
+        """
+        from prometheus_client import parser
+        found = [s.value
+                 for family in parser.text_string_to_metric_families(text)
+                 for s in family.samples
+                 if s.name == name and s.labels == labels]
+        if len(found) != 1:
+            raise AssertionError('%d samples %s%s'
+                                 % (len(found), name, labels))
+        return found[0]
+
     def text(self, doc=None, totals=None, names=True):
         from prometheus_client import exposition
         registry = self.prometheus.registry_for(
@@ -106,9 +123,9 @@ class TestPrometheus(base.TestCase):
                                 mbm_counters_available=0,
                                 counter_coverage=0.4)
         text = self.text()
+        self.assertEqual(4.0e11, self.value(
+            text, 'rdt_virt_host_memory_bandwidth_ceiling_bytes_per_second'))
         for line in (
-                'rdt_virt_host_memory_bandwidth_ceiling_bytes_per_second '
-                '4e+11',
                 'rdt_virt_host_mbm_counter_resets 2.0',
                 'rdt_virt_host_mbm_counters 32.0',
                 'rdt_virt_host_mbm_counters_available 0.0',
@@ -159,12 +176,13 @@ class TestPrometheus(base.TestCase):
                 'rdt_virt_instance_controller_throttled{group='
                 '"rdtvirt-mb10",instance_uuid="%s"} 1.0' % UUID1,
                 'rdt_virt_domain_bandwidth_pressure_ratio{domain="0"} 0.91',
-                'rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second'
-                '{domain="0",source="learned"} 1.2e+10',
                 'rdt_virt_domain_throttled_instances{domain="0"} 1.0',
                 'rdt_virt_domain_throttled_instances{domain="1"} 0.0',
                 'rdt_virt_domain_active_high_instances{domain="0"} 1.0'):
             self.assertIn(line, text)
+        self.assertEqual(1.2e10, self.value(
+            text, 'rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second',
+            domain='0', source='learned'))
         # No level: no sample; no pressure: no sample.
         self.assertNotIn('controller_level{group="",instance_uuid="%s"'
                          % UUID2, text)
