@@ -52,6 +52,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 from oslo_utils import excutils
 
+from nova_plugin import compat
 from nova_plugin.virt import claims as claims_mod
 from nova_plugin.virt import config as guest_config
 from nova_plugin.virt import host as host_mod
@@ -662,7 +663,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
             domains = []
         for dom in domains:
             try:
-                policy = xml_mod.policy_from_domain(dom.XMLDesc(0))
+                policy = compat.domain_policy(dom.XMLDesc(0),
+                                              dom.UUIDString())
             except Exception:
                 continue
             if policy is not None and not policy.is_empty:
@@ -752,7 +754,8 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
         adopted = 0
         for dom in domains:
             try:
-                policy = xml_mod.policy_from_domain(dom.XMLDesc(0))
+                policy = compat.domain_policy(dom.XMLDesc(0),
+                                              dom.UUIDString())
             except Exception as e:
                 LOG.warning('Cannot read the RDT policy of domain %s: %s',
                             dom.name(), e)

@@ -212,22 +212,26 @@ def replace(domain_xml, domain_elements):
 def flavor_extra_specs(domain_xml):
     """The flavor extra specs Nova recorded in a domain's metadata.
 
-    Nova writes them under ``<nova:instance><nova:flavor><nova:extraSpecs>``;
-    they survive nova-compute restarts with the domain. None when the
-    domain has no Nova metadata.
+    Nova writes them under ``<nova:instance><nova:flavor><nova:extraSpecs>``
+    (Nova 32 and later); they survive nova-compute restarts with the
+    domain. None when the domain has no Nova metadata or Nova did not
+    record them (Nova 31: see :mod:`nova_plugin.compat`).
     """
     root = xmlutil.parse_xml(domain_xml, 'domain')
-    flavor = root.find('metadata/{%(ns)s}instance/{%(ns)s}flavor' %
-                       {'ns': NOVA_NAMESPACE})
-    if flavor is None:
+    specs = root.find('metadata/{%(ns)s}instance/{%(ns)s}flavor/'
+                      '{%(ns)s}extraSpecs' % {'ns': NOVA_NAMESPACE})
+    if specs is None:
         return None
     return {spec.get('name'): spec.text or ''
-            for spec in flavor.iterfind('{%(ns)s}extraSpecs/{%(ns)s}extraSpec'
-                                        % {'ns': NOVA_NAMESPACE})
+            for spec in specs.iterfind('{%s}extraSpec' % NOVA_NAMESPACE)
             if spec.get('name')}
 
 
 def policy_from_domain(domain_xml):
-    """The RDTPolicy of the flavor a domain was defined with, or None."""
+    """The RDTPolicy of the flavor a domain was defined with.
+
+    None when the domain's metadata does not record the flavor's extra
+    specs (:func:`flavor_extra_specs`).
+    """
     specs = flavor_extra_specs(domain_xml)
     return None if specs is None else extra_specs.from_extra_specs(specs)

@@ -207,3 +207,17 @@ class TestDomainXML(base.TestCase):
         self.assertEqual(es.RDTPolicy(mem_bw=10),
                          xml.policy_from_domain(domain))
         self.assertIsNone(xml.policy_from_domain(BASE_DOMAIN))
+
+    def test_nova_31_metadata_records_no_extra_specs(self):
+        # Nova 31 writes the flavor's name and sizes only: not a flavor
+        # without extra specs, but one whose extra specs are unknown here.
+        domain = BASE_DOMAIN.replace('<os>', '''<metadata>
+          <nova:instance
+              xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.1">
+            <nova:flavor name="m1.noisy"><nova:vcpus>2</nova:vcpus>
+            </nova:flavor>
+          </nova:instance></metadata><os>''')
+        self.assertIsNone(xml.flavor_extra_specs(domain))
+        self.assertIsNone(xml.policy_from_domain(domain))
+        self.assertEqual({}, xml.flavor_extra_specs(domain.replace(
+            '</nova:flavor>', '<nova:extraSpecs/></nova:flavor>')))
