@@ -85,7 +85,7 @@ def _rescue(test, server):
 
 def _live_migrate(test, server):
     test.live_migrations_complete()
-    return test._live_migrate(server, host='b')
+    return test.live_migrate_to(server, 'b')
 
 
 def _live_migrate_failed(test, server):

@@ -55,7 +55,7 @@ class RDTLiveMigrationTest(base.RDTServersTestBase):
                                       xml.iterfind('cputune/cachetune/cache')])
         self.assertEqual(['0', '1'], [node.get('id') for node in
                                       xml.iterfind('cputune/memorytune/node')])
-        server = self._live_migrate(server, host='b')
+        server = self.live_migrate_to(server, 'b')
         self.assertEqual('b', server['OS-EXT-SRV-ATTR:host'])
         xml = etree.fromstring(self.migrated_xmls[-1])
         self.assertEqual([('0', '3328')], [
