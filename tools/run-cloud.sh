@@ -10,7 +10,8 @@
 # noisy servers, Placement, resctrl groups, rdt-virt top, Gnocchi measures,
 # resize, rebuild, live migration, Watcher moving a noisy neighbour, delete,
 # bad input) and takes the cloud down again. RDT_VIRT_CLOUD_KEEP=1 leaves it running
-# (.tox/cloud/bin/rdt-virt-sandbox cloud down removes it).
+# (.tox/cloud/bin/rdt-virt-sandbox cloud down removes it). With
+# RDT_VIRT_CLOUD_RELEASE=2025.1 the services are those of OpenStack 2025.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,9 +21,16 @@ source tools/bootstrap.sh
 # shellcheck source=tools/cloud-packages.sh
 source tools/cloud-packages.sh
 
-"$TOX" -q -e gnocchi,cloud --notest
+# RDT_VIRT_CLOUD_RELEASE picks the OpenStack release of the services:
+# 2026.2 (the default, tox -e cloud) or 2025.1 (tox -e cloud-2025.1).
+case "${RDT_VIRT_CLOUD_RELEASE:-2026.2}" in
+2026.2) env=cloud ;;
+2025.1) env='cloud-2025.1' ;;
+*) echo "$0: RDT_VIRT_CLOUD_RELEASE must be 2026.2 or 2025.1" >&2; exit 2 ;;
+esac
+"$TOX" -q -e "gnocchi,$env" --notest
 dir=${RDT_VIRT_CLOUD_DIR:-/var/lib/rdt-virt/cloud}
-cloud=(.tox/cloud/bin/rdt-virt-sandbox cloud --dir "$dir"
+cloud=(".tox/$env/bin/rdt-virt-sandbox" cloud --dir "$dir"
        --gnocchi-bin "$PWD/.tox/gnocchi/bin")
 if [ -z "${RDT_VIRT_CLOUD_KEEP:-}" ]; then
     trap '"${cloud[@]}" down' EXIT

@@ -12,7 +12,7 @@
 
 """rdt_noisy_neighbor inside Watcher: its model, solution and actions.
 
-Needs python-watcher (the cloud's environment: ``tox -e cloud``); skipped
+Needs python-watcher (``tox -e cloud`` and the ``release-*`` targets); skipped
 elsewhere. Watcher's own compute model and solution; Gnocchi's answers
 are given per instance, as its client returns them ([time, granularity,
 value] points).
