@@ -1,0 +1,214 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The control law under stress: demand, kept share, late starts, CLOSIDs.
+
+Each period is one second; the domains move 10 GB/s (see
+:mod:`tests.unit.agent.test_controller`).
+"""
+
+import dataclasses
+
+from rdt_virt.agent import controller as ctl
+from rdt_virt.agent import keeping
+from tests import base
+from tests.unit.agent.test_controller import GB
+from tests.unit.agent.test_controller import H
+from tests.unit.agent.test_controller import L1
+from tests.unit.agent.test_controller import L2
+from tests.unit.agent.test_controller import Loop
+from tests.unit.agent.test_controller import low
+from tests.unit.agent.test_controller import PCT
+
+L3 = 'low-3'
+
+
+def hi(gbps, demand=1.0, dom=0):
+    """The high instance moving ``gbps`` with ``demand`` CPUs runnable."""
+    return ctl.Member(H, ctl.HIGH, domains={dom: gbps * GB}, demand=demand)
+
+
+def protect(loop, *lows):
+    """Saturate the pool with the lows: every one to the floor."""
+    loop.run(hi(3), *lows)
+    return loop.levels
+
+
+class TestActivity(base.TestCase):
+
+    def test_squeezed_but_active_high_is_protected(self):
+        loop = Loop()
+        # 20 MiB/s, below the 50 MiB/s threshold: its neighbours leave it
+        # nothing, but its vCPU was runnable all the time.
+        squeezed = ctl.Member(H, ctl.HIGH, domains={0: 20 * ctl.MB},
+                              demand=1.0)
+        d = loop.run(squeezed, low(6), low(5, uuid=L2))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertEqual(1, d.reports[0].active_high)
+        # Squeezed to nothing at all on this interval: still active, where
+        # it was active before.
+        nothing = ctl.Member(H, ctl.HIGH, domains={0: 0.0}, demand=1.0)
+        for _ in range(5):
+            d = loop.run(nothing, low(0.5), low(0.5, uuid=L2))
+        self.assertEqual(1, d.reports[0].active_high)
+        self.assertNotIn('no active high', d.reports[0].reason)
+
+    def test_an_idle_high_is_inactive_whatever_it_moved_before(self):
+        loop = Loop()
+        protect(loop, low(6), low(5, uuid=L2))
+        # Suspended: its vCPU is never runnable and it moves nothing.
+        idle = ctl.Member(H, ctl.HIGH, domains={0: 0.0}, demand=0.0)
+        for _ in range(4):
+            d = loop.run(idle, low(1), low(1, uuid=L2))
+        self.assertEqual(0, d.reports[0].active_high)
+        self.assertEqual({L1: 20, L2: 20}, loop.levels)
+        self.assertEqual('no active high-priority instance',
+                         loop.changes[-1].reason)
+
+    def test_demand_threshold(self):
+        self.assertTrue(keeping.demand_active(hi(0, demand=0.05)))
+        self.assertFalse(keeping.demand_active(hi(0, demand=0.01)))
+        self.assertFalse(keeping.demand_active(hi(0, demand=None)))
+
+
+class TestKeptShare(base.TestCase):
+
+    def released_once(self):
+        loop = Loop()
+        self.assertEqual({L1: 10}, protect(loop, low(8)))
+        # Protected, it moves 4 GB/s; the pool is at 0.5. After the
+        # release dwell, one step.
+        for _ in range(3):
+            loop.run(hi(4), low(1))
+        self.assertEqual({L1: 20}, loop.levels)
+        return loop
+
+    def test_release_that_costs_the_protected_its_share_is_undone(self):
+        loop = self.released_once()
+        changes = len(loop.changes)
+        # The step took it to 3 GB/s while it wants as much CPU as before:
+        # the step is undone at once and releases stop, although the pool
+        # is below the low watermark.
+        d = loop.run(hi(3), low(2))
+        self.assertEqual({L1: 10}, loop.levels)
+        self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
+        self.assertEqual('%s moves 75%% of what protection gave it, wanting '
+                         'as much: the last release undone, no release '
+                         'while it is active' % H, d.changes[0].reason)
+        for _ in range(30):
+            d = loop.run(hi(4), low(1))
+        self.assertEqual(changes + 1, len(loop.changes))
+        self.assertIn('cost a high instance its share', d.reports[0].reason)
+        # It goes idle: the pool is released again, in steps.
+        for _ in range(30):
+            loop.run(hi(0, demand=0.0), low(1))
+        self.assertEqual({}, loop.levels)
+        self.assertFalse(loop.state.domains[0].stopped)
+        self.assertEqual({}, dict(loop.state.domains[0].given))
+
+    def test_less_demand_is_no_loss(self):
+        loop = self.released_once()
+        # It moves less because it wants less (half the CPU): not the
+        # release's doing; releases go on.
+        for _ in range(3):
+            loop.run(hi(2, demand=0.5), low(2))
+        self.assertEqual({L1: 30}, loop.levels)
+        self.assertFalse(loop.state.domains[0].stopped)
+
+    def test_without_demand_the_rate_decides(self):
+        loop = self.released_once()
+        d = loop.run(hi(3, demand=None), low(2))
+        self.assertEqual({L1: 10}, loop.levels)
+        self.assertIn('the last release undone', d.changes[0].reason)
+
+    def test_releases_keep_going_while_the_share_is_kept(self):
+        loop = self.released_once()
+        self.assertEqual((4 * GB, 1.0), loop.state.domains[0].given[H])
+        for _ in range(30):
+            loop.run(hi(4.1), low(1))
+        self.assertEqual({}, loop.levels)
+
+
+class TestLateMeasured(base.TestCase):
+
+    def test_a_late_low_starts_where_the_others_are(self):
+        loop = Loop()
+        self.assertEqual({L1: 10, L2: 10},
+                         protect(loop, low(4), low(4, uuid=L2)))
+        # The third one has its first rate now; the pool is inside the
+        # band (0.68), where the law would otherwise hold.
+        d = loop.run(hi(3), low(0.4), low(0.4, uuid=L2), low(3, uuid=L3))
+        self.assertEqual({L1: 10, L2: 10, L3: 10}, loop.levels)
+        self.assertIn('late-measured: starts where the other low instances '
+                      'are', d.changes[0].reason)
+
+    def test_not_without_an_active_high(self):
+        loop = Loop()
+        protect(loop, low(4), low(4, uuid=L2))
+        loop.run(hi(0, demand=0.0), low(0.4), low(0.4, uuid=L2),
+                 low(3, uuid=L3))
+        self.assertNotIn(L3, loop.levels)
+
+    def test_not_while_another_low_runs_free(self):
+        loop = Loop()
+        # L2 is active and held by nobody (its static cap is the floor):
+        # the low instances are not all where the others are.
+        free = low(1, uuid=L2, ceiling=10)
+        self.assertEqual({L1: 10}, protect(loop, low(8), free))
+        loop.run(hi(3), low(0.4), free, low(2, uuid=L3))
+        self.assertEqual({L1: 10}, loop.levels)
+
+
+class TestNoFreeClosid(base.TestCase):
+
+    def test_a_whole_level_goes_down_in_place(self):
+        # Three lows at 20%, and the host's other CLOSIDs are taken: the
+        # pool is saturated, and the level's group takes the floor.
+        scale = dataclasses.replace(PCT, max_levels=1)
+        loop = Loop(scale=scale)
+        loop.state = ctl.State({L1: 20, L2: 20, L3: 20})
+        d = loop.run(hi(3), low(3), low(3, uuid=L2), low(3, uuid=L3))
+        self.assertEqual({L1: 10, L2: 10, L3: 10}, loop.levels)
+        self.assertIn('no free CLOSID for a new level: level 20 changed in '
+                      'place', d.changes[0].reason)
+
+    def test_not_in_place_when_a_member_stays(self):
+        scale = dataclasses.replace(PCT, max_levels=1)
+        loop = Loop(scale=scale)
+        loop.state = ctl.State({L1: 20, L2: 20})
+        # L2 is idle: it does not go down, so level 20 cannot change.
+        d = loop.run(hi(3), low(9), low(0.01, uuid=L2))
+        self.assertEqual({L1: 20, L2: 20}, loop.levels)
+        self.assertEqual(ctl.HOLD, d.reports[0].decision)
+        self.assertIn('no free CLOSID', d.reports[0].reason)
+
+    def test_into_the_lowest_existing_level(self):
+        scale = dataclasses.replace(PCT, max_levels=2)
+        loop = Loop(scale=scale)
+        loop.state = ctl.State({L1: 50, L2: 20})
+        loop.run(hi(3), low(6), low(3, uuid=L2))
+        # L1 joins 20, so 20 cannot change in place for L2.
+        self.assertEqual({L1: 20, L2: 20}, loop.levels)
+
+    def test_a_static_group_is_a_level_there_is(self):
+        # The shared group of hw:mem_bw=10 instances exists: joining it
+        # takes no CLOSID.
+        scale = dataclasses.replace(PCT, max_levels=0,
+                                    existing=frozenset({10}))
+        loop = Loop(scale=scale)
+        loop.run(hi(3), low(9))
+        self.assertEqual({L1: 10}, loop.levels)
+        # Only a 20% group: the lowest level there is, no new one.
+        scale = dataclasses.replace(scale, existing=frozenset({20}))
+        loop = Loop(scale=scale)
+        loop.run(hi(3), low(9))
+        self.assertEqual({L1: 20}, loop.levels)
