@@ -458,7 +458,9 @@ def decide(members, state, scale, params, now, capacities=None):
         stopped = old.stopped and bool(highs)
         losing = sorted(m.uuid for m in highs
                         if keeping.lost(m, given.get(m.uuid)))
-        if highs:
+        # Nothing is late in the first period after a (re)start: nobody
+        # was seen before it.
+        if highs and state.seen:
             for uuid, level in keeping.join_level(
                     dom, lows, levels, state.seen).items():
                 if level < in_force(members[uuid], levels, scale):

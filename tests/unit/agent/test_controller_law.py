@@ -20,7 +20,10 @@ import dataclasses
 
 from rdt_virt.agent import controller as ctl
 from rdt_virt.agent import keeping
+from rdt_virt.agent import protection
+from rdt_virt.agent import sampler
 from tests import base
+from tests.unit.agent import fakes as f
 from tests.unit.agent.test_controller import GB
 from tests.unit.agent.test_controller import H
 from tests.unit.agent.test_controller import L1
@@ -28,6 +31,7 @@ from tests.unit.agent.test_controller import L2
 from tests.unit.agent.test_controller import Loop
 from tests.unit.agent.test_controller import low
 from tests.unit.agent.test_controller import PCT
+from tests.unit.policy import hosts
 
 L3 = 'low-3'
 
@@ -212,3 +216,88 @@ class TestNoFreeClosid(base.TestCase):
         loop = Loop(scale=scale)
         loop.run(hi(3), low(9))
         self.assertEqual({L1: 20}, loop.levels)
+
+
+class TestDemand(base.TestCase):
+
+    def test_runnable_time_over_the_interval(self):
+        demand = protection.Demand()
+        self.assertEqual({H: None}, demand.update({H: {1: 10 ** 9}}, 10.0))
+        # Thread 1 ran or waited 1.5 s of 2; thread 2 is new: not counted.
+        self.assertEqual({H: 0.75}, demand.update(
+            {H: {1: 2.5 * 10 ** 9, 2: 5}}, 12.0))
+        # Gone, or no figures: unknown, never zero.
+        self.assertEqual({H: None}, demand.update({H: {3: 1}}, 13.0))
+        self.assertEqual({H: None}, demand.update({H: {3: None}}, 14.0))
+        self.assertEqual({}, demand.update({}, 15.0))
+
+    def test_static_levels_take_no_closid(self):
+        caps = hosts.REFERENCE
+        instances = {f.U1: f.inst(uuid=f.U1, bw=f.shared(20)),
+                     f.U2: f.inst(uuid=f.U2, bw=f.shared(60))}
+        self.assertEqual(frozenset({20, 60}),
+                         protection.static_levels(instances, {}, caps))
+        # A held instance's static group may be gone.
+        self.assertEqual(frozenset({60}),
+                         protection.static_levels(instances, {f.U1: 10},
+                                                  caps))
+
+
+class TestRestartMidCycle(base.TestCase):
+    """A restart after a release stopped: the cycle does not begin again."""
+
+    def setUp(self):
+        super().setUp()
+        from rdt_virt import conf
+        self.flags(memory_bandwidth_capacity=10, group='rdt_agent')
+        self.opts = conf.CONF.rdt_agent
+        self.now = [1000.0]
+        self.ns = 0
+        self.instances = {
+            f.U1: dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW),
+            f.U2: dataclasses.replace(f.inst(uuid=f.U2),
+                                      priority=ctl.HIGH)}
+
+    def agent(self):
+        return protection.Protection(self.opts, lambda: self.now[0])
+
+    def period(self, prot, high_gbps, low_gbps):
+        """One period; the high guest's vCPU is runnable all of it."""
+        self.now[0] += prot.period
+        self.ns += int(prot.period * 10 ** 9)
+        rates = {f.U1: sampler.Rates(low_gbps * GB, total_by_domain={
+                     0: low_gbps * GB}),
+                 f.U2: sampler.Rates(high_gbps * GB, total_by_domain={
+                     0: high_gbps * GB})}
+        return prot.step(hosts.REFERENCE, self.instances, rates,
+                         runnable={f.U2: {4321: self.ns}})
+
+    def test_restart_after_a_costly_release(self):
+        prot = self.agent()
+        self.period(prot, 3, 8)
+        self.assertEqual({f.U1: 10}, dict(prot.levels))
+        for _ in range(3):
+            self.period(prot, 4, 1)
+        self.assertEqual({f.U1: 20}, dict(prot.levels))
+        changes = self.period(prot, 3, 2)
+        self.assertEqual([(20, 10)], [(c.old, c.new) for c in changes])
+        doc = {'instances': {f.U1: {'priority': 'low', 'level': 10}},
+               'host': {'controller': prot.host_doc()}}
+        self.assertTrue(doc['host']['controller']['domains']['0'][
+            'stopped'])
+        # A new agent in the middle of that cycle: it neither releases
+        # again into the loss nor lets the neighbour go.
+        prot = self.agent()
+        prot.resume(doc)
+        for _ in range(20):
+            self.assertEqual((), self.period(prot, 4, 1))
+        self.assertEqual({f.U1: 10}, dict(prot.levels))
+        self.assertIn('cost a high instance its share',
+                      prot.host_doc()['domains']['0']['reason'])
+        # The protected guest stops: its vCPU no longer runs or waits.
+        released = []
+        for _ in range(40):
+            self.ns -= int(prot.period * 10 ** 9)
+            released += self.period(prot, 0, 1)
+        self.assertEqual({}, dict(prot.levels))
+        self.assertIsNone(released[-1].new)
