@@ -19,8 +19,11 @@ spare one: with none free, the controller moves instances into levels
 whose groups exist, and changes a level's value in place when all of its
 instances go down together (the planner then rewrites that group's
 schemata, :mod:`rdt_virt.agent.reconcile`). Helpers of
-:mod:`rdt_virt.agent.controller`.
+:mod:`rdt_virt.agent.controller` and :mod:`rdt_virt.agent.reconcile`.
 """
+
+from rdt_virt.agent import model
+from rdt_virt.policy import groups as groups_mod
 
 
 def snap(value, current, in_use, scale, floor):
@@ -71,3 +74,46 @@ def in_place(votes, pending, levels):
         if pending[uuid][1] == votes.get(uuid, (None,))[0]:
             del votes[uuid]
     return dropped
+
+
+def _shared(prefix, name):
+    kind = groups_mod.parse(prefix, name) if name else None
+    return bool(kind) and kind[0] == 'shared'
+
+
+def stand_ins(snapshot, caps, prefix, blocked, wants, needed):
+    """Stand-ins for shared groups that no free CLOSID can create.
+
+    When the controller moves every instance of a level to a new one and
+    no CLOSID is free for the new group, the old group takes the new value
+    in place: it stands in while it holds nothing but threads bound for
+    the new group (and nobody wants its own value), and a group of the
+    right name replaces it once a CLOSID is free. Protection then never
+    waits for a spare CLOSID, and no thread passes through the default
+    group on the way.
+
+    :param wants: ``[(agent group, thread ids)]`` of the instances whose
+        threads are known.
+    :param needed: names of the agent groups some instance wants.
+    :returns: ``{missing group: existing stand-in}``.
+    """
+    if not snapshot.complete or not caps.num_closids:
+        return {}
+    free = caps.num_closids - len(snapshot.groups)
+    wanted = {}
+    for group, tids in wants:
+        if _shared(prefix, group) and group not in snapshot.groups:
+            wanted.setdefault(group, set()).update(tids)
+    aliases = {}
+    for missing in sorted(wanted):
+        if free > 0 and missing not in blocked:
+            free -= 1
+            continue
+        for name in sorted(n for n in snapshot.groups if n is not model.ROOT):
+            tasks = set(snapshot.groups[name].tasks)
+            if _shared(prefix, name) and name not in needed and (
+                    name not in aliases.values()) and tasks and (
+                    tasks <= wanted[missing]):
+                aliases[missing] = name
+                break
+    return aliases
