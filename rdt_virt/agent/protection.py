@@ -45,6 +45,7 @@ from rdt_virt.agent import controller as ctl
 from rdt_virt.agent import model
 from rdt_virt.agent import pools as pools_mod
 from rdt_virt.agent import reconcile
+from rdt_virt.agent import sampler
 from rdt_virt.policy import fit
 from rdt_virt.resctrl import info
 
@@ -294,6 +295,11 @@ class Protection(object):
             rate = rates.get(uuid)
             by_domain = pools_mod.merge(
                 rate.total_by_domain if rate is not None else None, pool_of)
+            if rate is not None and rate.reason == sampler.R_NO_TRAFFIC:
+                # Its threads have not run since its counters started: it
+                # moved nothing, which is a measurement. Taken as missing,
+                # a guest paused from its boot held every release.
+                by_domain = {}
             priority = inst.priority
             if priority == ctl.LOW and not reconcile.controllable(inst,
                                                                   caps):

@@ -243,6 +243,30 @@ class TestDemand(base.TestCase):
                                                   caps))
 
 
+class TestNeverRan(base.TestCase):
+
+    def test_a_guest_that_never_ran_moved_nothing(self):
+        from rdt_virt import conf
+        now = [1000.0]
+        prot = protection.Protection(conf.CONF.rdt_agent, lambda: now[0])
+        prot.resume({'instances': {f.U1: {'priority': 'low', 'level': 30}}})
+        instances = {
+            f.U1: dataclasses.replace(f.inst(uuid=f.U1), priority=ctl.LOW),
+            f.U2: dataclasses.replace(f.inst(uuid=f.U2),
+                                      priority=ctl.HIGH)}
+        # The high guest was paused from its boot: its counters read
+        # Unavailable everywhere ("no traffic yet"). That holds no
+        # release: it is no instance the totals could be missing.
+        rates = {f.U1: sampler.Rates(1e6, total_by_domain={0: 1e6}),
+                 f.U2: sampler.Rates(reason=sampler.R_NO_TRAFFIC)}
+        changes = []
+        for _ in range(5):
+            now[0] += prot.params.release_dwell
+            changes += prot.step(hosts.REFERENCE, instances, rates)
+        self.assertEqual([(30, 40), (40, 50)],
+                         [(c.old, c.new) for c in changes][:2])
+
+
 class TestRestartMidCycle(base.TestCase):
     """A restart after a release stopped: the cycle does not begin again."""
 
