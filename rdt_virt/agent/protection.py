@@ -159,6 +159,8 @@ class Protection(object):
         self.pool_of = None
         self._members = {}
         self.demand = Demand()
+        # {uuid: runnable CPUs} of the high instances in the last period.
+        self.demands = {}
 
     def set_pools(self, pool_of):
         """The host's pools (:func:`rdt_virt.agent.pools.pools`)."""
@@ -276,6 +278,8 @@ class Protection(object):
     def _step(self, caps, instances, rates, closids_used, now, runnable):
         self._next = now + self.period
         demand = self.demand.update(runnable, now)
+        self.demands = {u: round(d, 3) for u, d in demand.items()
+                        if d is not None}
         pool_of = self._pools(caps)
         if self._resumed_at is not None:
             domains = dict(self.state.domains)
@@ -367,7 +371,8 @@ class Protection(object):
             }
         return {'enabled': bool(self.opts.controller_enabled),
                 'unit': self.unit, 'period': self.period,
-                'domains': domains}
+                'domains': domains, 'demand': dict(sorted(
+                    self.demands.items()))}
 
 
 def _dict(value):

@@ -44,8 +44,9 @@ class TestUnderHostLoad(test_controller.ControllerCase):
         idle = self.boot_classed('high', burn=False)
         lows = [self.boot_classed('low'), self.boot_classed('low')]
         self.agent.tick()
-        for _ in range(4):
-            doc = self.period()
+        doc = self.until(lambda d: all(self.bandwidth(d, u) for u in lows),
+                         'rates of the low guests')
+        doc = self.period()
         self.assertEqual([None, None], [self.level(doc, u) for u in lows])
         self.assertEqual(0, sum(d['active_high'] for d in doc['host'][
             'controller']['domains'].values()))
@@ -60,6 +61,11 @@ class TestUnderHostLoad(test_controller.ControllerCase):
             self.assertPlaced(uuid, P + 'mb10')
         self.assertPlaced(high, None)
         self.assertPlaced(idle, None)
+        # Demand from the vCPU threads' run and wait times: the working
+        # guest wants a CPU, the idle one none, whatever the hog takes.
+        demand = doc['host']['controller']['demand']
+        self.assertGreater(demand[high], 0.3)
+        self.assertLess(demand[idle], 0.05)
         # The throttle lowers what the low guests move, beside the load.
         for _ in range(3):
             doc = self.period()
