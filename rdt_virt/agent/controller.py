@@ -36,7 +36,9 @@ in short:
   ``decrease`` until the excess is covered; when the pool is saturated
   (pressure above 1) or a high instance moves less than half of its
   sustained *peak*, the excess is unknown and every active low instance
-  goes to the floor at once.
+  goes to the floor at once. So do they, at any pressure, while a high
+  instance is *starved*: below half its peak while wanting (by demand) at
+  least :data:`~rdt_virt.agent.keeping.KEPT` of what it wanted then.
 * **Late-measured**: a low instance active for the first time in a pool
   whose other active low instances are all held, with a high instance
   active, starts at their level at once.
@@ -212,17 +214,24 @@ class State:
 
 @dataclasses.dataclass(frozen=True)
 class Peak:
-    """The highest rate a high instance sustained (learned like capacity)."""
+    """The highest rate a high instance sustained (learned like capacity).
+
+    With the demand it had while it sustained it (None: unknown).
+    """
 
     learned: float = 0.0
     recent: typing.Tuple[float, ...] = ()
+    demand: typing.Optional[float] = None
+    demands: typing.Tuple[typing.Optional[float], ...] = ()
 
-    def add(self, total, samples):
+    def add(self, total, samples, demand=None):
         recent = (self.recent + (total,))[-samples:]
-        learned = self.learned
-        if len(recent) == samples:
-            learned = max(learned, min(recent))
-        return Peak(learned, recent)
+        demands = (self.demands + (demand,))[-samples:]
+        learned, peak_demand = self.learned, self.demand
+        if len(recent) == samples and min(recent) > learned:
+            learned = min(recent)
+            peak_demand = None if None in demands else min(demands)
+        return Peak(learned, recent, peak_demand, demands)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -401,6 +410,7 @@ def decide(members, state, scale, params, now, capacities=None):
         u, frozenset()) for u in levels}
     peaks = {}
     squeezed = set()
+    starved = set()     # squeezed, and wanting as much as at its peak
     for m in members.values():
         if m.priority != HIGH:
             continue
@@ -409,7 +419,10 @@ def decide(members, state, scale, params, now, capacities=None):
             total = sum(m.domains.values())
             if total < SQUEEZED * peak.learned and seen[m.uuid]:
                 squeezed.add(m.uuid)
-            peak = peak.add(total, params.learn_samples)
+                if m.demand is not None and peak.demand is not None and (
+                        m.demand >= keeping.KEPT * peak.demand):
+                    starved.add(m.uuid)
+            peak = peak.add(total, params.learn_samples, m.demand)
         peaks[m.uuid] = peak
 
     def held_there(uuid, dom):
@@ -470,12 +483,21 @@ def decide(members, state, scale, params, now, capacities=None):
                         'instances are, with %d active high' % len(highs))
         if pressure is None:
             reason = 'capacity unknown yet'
+        # A starved high instance is no matter of the pressure: the
+        # pressure is the total over a capacity that other work on the
+        # host (or a capacity learned when the host was idle) makes read
+        # low, while the instance wants as much as at its peak and gets
+        # less than half.
+        hungry = sorted(m.uuid for m in highs if m.uuid in starved)
+        above = 'pressure above the high watermark' if (
+            pressure is not None and pressure >= params.high_watermark) \
+            else '%s starved' % (hungry[0] if hungry else '')
         if highs and pressure is not None and (
-                pressure >= params.high_watermark):
+                pressure >= params.high_watermark or hungry):
             if throttle_dwelling:
-                reason = 'pressure above the high watermark, dwelling'
+                reason = above + ', dwelling'
             elif not lows:
-                reason = 'pressure above the high watermark, no active low'
+                reason = above + ', no active low'
             else:
                 short = sorted(m.uuid for m in highs if m.uuid in squeezed)
                 saturated = pressure > SATURATED or bool(short)
@@ -489,8 +511,10 @@ def decide(members, state, scale, params, now, capacities=None):
                     reason = ('pressure %.2f: %s with %d active high, '
                               'every active low to the floor' % (
                                   pressure, 'saturated' if pressure >
-                                  SATURATED else '%s below half its peak'
-                                  % short[0], len(highs)))
+                                  SATURATED else '%s below half its peak%s'
+                                  % (short[0], ', wanting as much' if
+                                     short[0] in starved else ''),
+                                  len(highs)))
                     cut_reasons[dom] = reason
                 elif covered > 0:
                     decision = THROTTLE
@@ -500,9 +524,9 @@ def decide(members, state, scale, params, now, capacities=None):
                                                   len(highs)))
                     cut_reasons[dom] = reason + ', heaviest first'
                 else:
-                    reason = ('pressure above the high watermark, no step '
-                              'left (every active low at its floor or at '
-                              'the lowest level there is)')
+                    reason = (above + ', no step left (every active low '
+                              'at its floor or at the lowest level there '
+                              'is)')
         elif losing:
             # The first sign that a release cost it its share: undo the
             # last step, and release no more while it is active.

@@ -78,6 +78,32 @@ class TestActivity(base.TestCase):
         self.assertEqual('no active high-priority instance',
                          loop.changes[-1].reason)
 
+    def test_starved_below_the_watermark_is_protected(self):
+        # Other work on the host: the pool reads 0.55 of a capacity it
+        # had when idle, yet the high guest, wanting as much CPU as when
+        # it sustained 4 GB/s, gets 1.5.
+        loop = Loop()
+        for _ in range(3):
+            loop.run(hi(4))
+        d = loop.run(hi(1.5), low(2), low(2, uuid=L2))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertEqual('pressure 0.55: %s below half its peak, wanting as '
+                         'much with 1 active high, every active low to the '
+                         'floor' % H, d.changes[0].reason)
+        # And no release while it stays starved.
+        for _ in range(10):
+            d = loop.run(hi(1.5), low(0.2), low(0.2, uuid=L2))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertIn('starved, no step left', d.reports[0].reason)
+
+    def test_wanting_less_is_not_starved(self):
+        loop = Loop()
+        for _ in range(3):
+            loop.run(hi(4))
+        # A third of the CPU it wanted at its peak: its own doing.
+        loop.run(hi(1.5, demand=0.3), low(2), low(2, uuid=L2))
+        self.assertEqual({}, loop.levels)
+
     def test_demand_threshold(self):
         self.assertTrue(keeping.demand_active(hi(0, demand=0.05)))
         self.assertFalse(keeping.demand_active(hi(0, demand=0.01)))
