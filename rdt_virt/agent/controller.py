@@ -197,7 +197,7 @@ class State:
         active.
     :param held_on: ``{uuid: domain ids}`` where each held instance has
         been active since it was first throttled.
-    :param peaks: ``{uuid: Peak}`` of the high-priority instances.
+    :param peaks: ``{uuid: keeping.Peak}`` of the high-priority instances.
     """
 
     levels: typing.Mapping[str, int] = dataclasses.field(
@@ -208,30 +208,8 @@ class State:
         default_factory=dict)
     held_on: typing.Mapping[str, typing.FrozenSet[int]] = dataclasses.field(
         default_factory=dict)
-    peaks: typing.Mapping[str, "Peak"] = dataclasses.field(
+    peaks: typing.Mapping[str, keeping.Peak] = dataclasses.field(
         default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True)
-class Peak:
-    """The highest rate a high instance sustained (learned like capacity).
-
-    With the demand it had while it sustained it (None: unknown).
-    """
-
-    learned: float = 0.0
-    recent: typing.Tuple[float, ...] = ()
-    demand: typing.Optional[float] = None
-    demands: typing.Tuple[typing.Optional[float], ...] = ()
-
-    def add(self, total, samples, demand=None):
-        recent = (self.recent + (total,))[-samples:]
-        demands = (self.demands + (demand,))[-samples:]
-        learned, peak_demand = self.learned, self.demand
-        if len(recent) == samples and min(recent) > learned:
-            learned = min(recent)
-            peak_demand = None if None in demands else min(demands)
-        return Peak(learned, recent, peak_demand, demands)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -414,7 +392,7 @@ def decide(members, state, scale, params, now, capacities=None):
     for m in members.values():
         if m.priority != HIGH:
             continue
-        peak = state.peaks.get(m.uuid, Peak())
+        peak = state.peaks.get(m.uuid, keeping.Peak())
         if m.domains is not None:
             total = sum(m.domains.values())
             if total < SQUEEZED * peak.learned and seen[m.uuid]:

@@ -33,6 +33,9 @@ first sign that the release cost it its share. A lower rate with a lower
 demand is the instance's own doing, not a loss.
 """
 
+import dataclasses
+import typing
+
 #: Runnable CPUs (summed over the vCPU threads) from which an instance is
 #: active: a vCPU runnable a twentieth of the time does some work, while
 #: an idle guest's timer ticks keep it runnable for far less than that.
@@ -112,3 +115,25 @@ def join_level(dom, lows, levels, seen_before):
         return {}
     level = max(levels[m.uuid] for m in held)
     return {m.uuid: level for m in late}
+
+
+@dataclasses.dataclass(frozen=True)
+class Peak:
+    """The highest rate a high instance sustained (learned like capacity).
+
+    With the demand it had while it sustained it (None: unknown).
+    """
+
+    learned: float = 0.0
+    recent: typing.Tuple[float, ...] = ()
+    demand: typing.Optional[float] = None
+    demands: typing.Tuple[typing.Optional[float], ...] = ()
+
+    def add(self, total, samples, demand=None):
+        recent = (self.recent + (total,))[-samples:]
+        demands = (self.demands + (demand,))[-samples:]
+        learned, peak_demand = self.learned, self.demand
+        if len(recent) == samples and min(recent) > learned:
+            learned = min(recent)
+            peak_demand = None if None in demands else min(demands)
+        return Peak(learned, recent, peak_demand, demands)
