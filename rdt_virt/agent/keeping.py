@@ -31,6 +31,10 @@ least :data:`KEPT` of that; the first interval in which it moves less,
 while its demand is no lower than :data:`KEPT` of what it was, is the
 first sign that the release cost it its share. A lower rate with a lower
 demand is the instance's own doing, not a loss.
+
+*Is it starved?*  Its :class:`Peak` is the highest rate it sustained,
+with the demand it had then; below half of it while wanting at least
+:data:`KEPT` of that demand, it gets less than half of what it wants.
 """
 
 import dataclasses
