@@ -21,90 +21,55 @@ Once per period :func:`decide` takes what the agent measured in the last
 interval and the levels in force, and returns new levels, each change with
 its reason. It reads no file and keeps no hidden state: everything it
 remembers between periods is in :class:`State`, which the agent also
-publishes, so a restarted agent resumes where it stopped.
+publishes, so a restarted agent resumes where it stopped. The admin guide
+("Protection classes and the controller") states the law for operators;
+in short:
 
-Definitions
------------
+* *Active*: a low instance by its bandwidth (``active_threshold``,
+  summed over the domains, on each domain with its even share of it); a
+  high one also by its demand, the time its vCPU threads were runnable,
+  which the neighbours cannot take from it (:mod:`rdt_virt.agent.keeping`).
+* *Pressure*: the domain's total over its *capacity* (configured, else
+  the highest total it sustained for ``learn_samples`` intervals).
+* **Throttle** while a high instance is active and the pressure is at or
+  above ``high_watermark``: the heaviest low instances are multiplied by
+  ``decrease`` until the excess is covered; when the pool is saturated
+  (pressure above 1) or a high instance moves less than half of its
+  sustained *peak*, the excess is unknown and every active low instance
+  goes to the floor at once. So do they, at any pressure, while a high
+  instance is *starved*: below half its peak while wanting (by demand) at
+  least :data:`~rdt_virt.agent.keeping.KEPT` of what it wanted then.
+* **Late-measured**: a low instance active for the first time in a pool
+  whose other active low instances are all held, with a high instance
+  active, starts at their level at once.
+* **Release** (``increase`` points) when no high instance is active, or
+  when the pressure is at or below ``low_watermark`` and every active
+  high instance keeps what protection gave it (the rate it moved before
+  the last step). The first interval in which one moves less than
+  :data:`~rdt_virt.agent.keeping.KEPT` of it while wanting as much undoes
+  the last step, and the pool releases no more until no high instance is
+  active. A release is also held when the step could bring the pressure
+  back to the high watermark.
+* **Hold** otherwise; ``throttle_dwell`` and ``release_dwell`` seconds
+  after a domain's last change before it may throttle or release again.
+* **CLOSIDs**: on percent hosts each level is a shared group. With no
+  CLOSID for a new level, an instance joins the nearest level whose group
+  exists, else the lowest one below it; a level's group changes its value
+  in place when every instance at it goes down together.
 
-*active*
-    An instance whose bandwidth, summed over the domains, is at least
-    ``active_threshold`` bytes/s in the last interval; it is active on the
-    domains that carry at least their even share of the threshold. The
-    sum, not each domain: a guest whose threads run on both sockets
-    splits its traffic, and a protected guest squeezed by its neighbours
-    must not drop out of sight exactly when it needs protection.
-*pressure*
-    The domain's measured bandwidth (the sum over the instances measured
-    in the interval) divided by its *capacity*.
-*capacity*
-    Bytes/s the domain's memory can move: configured, else the sustained
-    maximum the domain has shown (learned: the highest value that the
-    domain's total held for ``learn_samples`` intervals in a row). Linux
-    exposes no firmware figure of a domain's memory bandwidth through
-    resctrl or sysfs (ACPI HMAT's bandwidths are per NUMA node and reach
-    sysfs only as initiator/target access classes, not per L3 domain), so
-    no capacity is read from firmware; ``firmware`` is reserved for that.
-
-Control law (per domain)
-------------------------
-
-* **Throttle** (multiplicative decrease) when a high-priority instance is
-  active and the pressure is at or above ``high_watermark``: the low
-  instances active on the domain, heaviest first, each get their level
-  multiplied by ``decrease``, until what they are expected to give up
-  covers the excess over the high watermark. Never below the floor.
-* **Saturated or squeezed**: at a pressure above 1 the domain moves all
-  it can, and its total no longer shows how much more the instances
-  want; nor does it while a high-priority instance active there moves
-  less than half of its own *peak* (the highest rate it sustained for
-  ``learn_samples`` intervals in a row) and the pressure is at or above
-  the high watermark: what it lost is demand the total does not show.
-  The excess over the high watermark is then unknown, and a proportional
-  cut would take as many periods as the demand is deep while the
-  protected instance waits. Every active low instance goes to the floor
-  at once; the releases (below) give back what was not needed. This is
-  Heracles' answer to a violated target, and TCP's to a timeout.
-* **Release** (additive increase) when no high-priority instance is
-  active, or the pressure is at or below ``low_watermark``: every
-  throttled instance on the domain gets ``increase`` more; at its ceiling
-  (its static cap, or unthrottled) the controller lets it go. While a
-  high-priority instance is active, a release is held back when the step
-  would bring the pressure back to the high watermark, taking a throttled
-  instance's traffic to grow at most in proportion to its level (in
-  percent; by the step's MBps in absolute units). Without that guard a
-  throttle that works lowers the pressure below the low watermark, the
-  release brings it back above the high one, and the levels cycle.
-* **Hold** in between: the watermarks are the hysteresis band, and a
-  steady workload inside it causes no change.
-* **Dwell**: a domain throttles again only ``throttle_dwell`` seconds
-  after its last change (by default one period: the effect of a change is
-  measured in the next interval), and releases only ``release_dwell``
-  seconds after it (by default three periods). Backing off fast and
-  giving back slowly is what keeps a protected instance protected when
-  its neighbours' demand is steady.
-
-An instance that was not measured in the interval (no RMID or counter in
-the rotation, ``Unavailable``, a counter reset, its first sample) is
-neither throttled nor released because of it: its level stays. A domain
-where a monitored instance was last active holds its releases while that
-instance is unmeasured, because its total may be missing the heaviest
-consumer.
-
-Levels are in the host's MBA unit: percent (Intel, MPAM) in steps of
-``bandwidth_gran``, or MBps on hosts mounted with ``mba_MBps`` (and AMD's
-units where the host has them). An instance has one level: MBA values of
-the agent's shared groups are the same on every domain, so the lowest
-level any domain asks for wins, and a release needs every domain the
-instance has been active on since it was first throttled to agree. Not
-only the domains of the last interval: vCPUs that are not pinned move
-between sockets and take their one level with them, and a domain that
-protects nobody must not release an instance that another domain, where
-it ran a moment ago and will run again, has throttled for a high one.
+An instance that was not measured in the interval is neither throttled
+nor released because of it, and a domain where a monitored instance was
+last active holds its releases while it is unmeasured. An instance has one
+level: the lowest level any domain asks for wins, and a release needs
+every domain the instance has been active on since it was first throttled
+to agree (unpinned vCPUs move between sockets and take their level along).
 """
 
 import dataclasses
 import typing
 
+from rdt_virt.agent import keeping
+from rdt_virt.agent import levelgroups
 from rdt_virt.policy import extra_specs
 
 HIGH = extra_specs.PRIORITY_HIGH
@@ -157,6 +122,8 @@ class Scale:
         percent.
     :param max_levels: how many distinct levels may be in use at once
         (percent: the CLOSIDs the agent may use for them), None: no limit.
+    :param existing: levels whose group exists already (the agent's
+        shared groups of static percentages): joining one takes no CLOSID.
     """
 
     unit: str
@@ -165,6 +132,7 @@ class Scale:
     step: int = 1
     bytes_per_unit: typing.Optional[float] = None
     max_levels: typing.Optional[int] = None
+    existing: typing.FrozenSet[int] = frozenset()
 
     @property
     def shared(self):
@@ -188,6 +156,8 @@ class Member:
     :param domains: ``{domain id: bytes/s}`` measured in the interval;
         None when it was not measured.
     :param monitored: whether the agent measures it at all.
+    :param demand: CPUs its vCPU threads were runnable (running or
+        waiting for a CPU) in the interval; None: unknown.
     """
 
     uuid: str
@@ -195,6 +165,7 @@ class Member:
     ceiling: typing.Optional[int] = None
     domains: typing.Optional[typing.Mapping[int, float]] = None
     monitored: bool = True
+    demand: typing.Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,6 +176,14 @@ class Domain:
     learned: float = 0.0
     # The last totals, newest last, for the sustained maximum.
     recent: typing.Tuple[float, ...] = ()
+    # While a high instance is active: {uuid: (bytes/s, demand)} that
+    # protection gave each (rdt_virt.agent.keeping), the levels before the
+    # last release step (to undo it), and whether a release cost one its
+    # share (no release until no high instance is active).
+    given: typing.Mapping[str, tuple] = dataclasses.field(
+        default_factory=dict)
+    undo: typing.Mapping[str, int] = dataclasses.field(default_factory=dict)
+    stopped: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,7 +197,7 @@ class State:
         active.
     :param held_on: ``{uuid: domain ids}`` where each held instance has
         been active since it was first throttled.
-    :param peaks: ``{uuid: Peak}`` of the high-priority instances.
+    :param peaks: ``{uuid: keeping.Peak}`` of the high-priority instances.
     """
 
     levels: typing.Mapping[str, int] = dataclasses.field(
@@ -229,23 +208,8 @@ class State:
         default_factory=dict)
     held_on: typing.Mapping[str, typing.FrozenSet[int]] = dataclasses.field(
         default_factory=dict)
-    peaks: typing.Mapping[str, "Peak"] = dataclasses.field(
+    peaks: typing.Mapping[str, keeping.Peak] = dataclasses.field(
         default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True)
-class Peak:
-    """The highest rate a high instance sustained (learned like capacity)."""
-
-    learned: float = 0.0
-    recent: typing.Tuple[float, ...] = ()
-
-    def add(self, total, samples):
-        recent = (self.recent + (total,))[-samples:]
-        learned = self.learned
-        if len(recent) == samples:
-            learned = max(learned, min(recent))
-        return Peak(learned, recent)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,28 +281,18 @@ def in_force(member, levels, scale):
     return _ceiling(member, scale) if level is None else level
 
 
-def _snap(value, in_use, scale, floor):
-    """A level within the limit on distinct levels (shared groups).
-
-    Each percentage is a control group, and CLOSIDs are few: when no new
-    level may be opened, the nearest lower one in use is taken (else the
-    nearest higher one: never above what was asked by more than needed).
-    """
-    if not scale.shared or scale.max_levels is None or value in in_use or (
-            len(in_use) < scale.max_levels):
-        return value
-    lower = [v for v in in_use if floor <= v <= value]
-    if lower:
-        return max(lower)
-    higher = [v for v in in_use if v > value]
-    return min(higher) if higher else value
+def _vote(votes, uuid, new, dom):
+    old = votes.get(uuid, (None, None))[0]
+    if old is None or new < old:
+        votes[uuid] = (new, dom)
 
 
 def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
-              votes, saturated=False):
+              votes, pending, saturated=False):
     """Cut the heaviest low instances until ``excess`` bytes/s is covered.
 
     ``saturated``: the excess is unknown; every one goes to its floor.
+    ``pending`` gets the cuts that need a level changed in place.
     """
     covered = 0.0
     for member in sorted(lows, key=lambda m: (-m.domains.get(dom, 0.0),
@@ -356,26 +310,19 @@ def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
             current = min(current, max(use, floor))
         new = floor if saturated else max(
             floor, scale.round_down(current * params.decrease))
-        new = _snap(new, in_use, scale, floor)
+        new, in_place = levelgroups.snap(new, current, in_use, scale, floor)
         if new >= current:
             continue
+        if in_place:
+            if member.uuid not in levels:
+                continue        # nothing to change in place
+            pending[member.uuid] = (current, new)
         bps = member.domains.get(dom, 0.0)
         covered += bps * (1.0 - float(new) / current)
-        old = votes.get(member.uuid, (None, None))[0]
-        if old is None or new < old:
-            votes[member.uuid] = (new, dom)
-        in_use.add(new)
+        _vote(votes, member.uuid, new, dom)
+        if not in_place:
+            in_use.add(new)
     return covered
-
-
-def _active(member, params):
-    """Domains where ``member`` is active in this interval (see above)."""
-    if not member.domains:
-        return frozenset()
-    if sum(member.domains.values()) < params.active_threshold:
-        return frozenset()
-    share = params.active_threshold / len(member.domains)
-    return frozenset(d for d, bps in member.domains.items() if bps >= share)
 
 
 def _released(member, old, scale, params, capacity):
@@ -433,21 +380,27 @@ def decide(members, state, scale, params, now, capacities=None):
     domain_ids = set(state.domains) | set(capacities)
     for m in members.values():
         if m.domains is not None:
-            seen[m.uuid] = _active(m, params)
+            seen[m.uuid] = keeping.active_domains(
+                m, params.active_threshold, state.seen.get(m.uuid, ()),
+                by_demand=m.priority == HIGH)
             domain_ids |= set(m.domains)
     held_on = {u: state.held_on.get(u, frozenset()) | seen.get(
         u, frozenset()) for u in levels}
     peaks = {}
     squeezed = set()
+    starved = set()     # squeezed, and wanting as much as at its peak
     for m in members.values():
         if m.priority != HIGH:
             continue
-        peak = state.peaks.get(m.uuid, Peak())
+        peak = state.peaks.get(m.uuid, keeping.Peak())
         if m.domains is not None:
             total = sum(m.domains.values())
             if total < SQUEEZED * peak.learned and seen[m.uuid]:
                 squeezed.add(m.uuid)
-            peak = peak.add(total, params.learn_samples)
+                if m.demand is not None and peak.demand is not None and (
+                        m.demand >= keeping.KEPT * peak.demand):
+                    starved.add(m.uuid)
+            peak = peak.add(total, params.learn_samples, m.demand)
         peaks[m.uuid] = peak
 
     def held_there(uuid, dom):
@@ -462,7 +415,9 @@ def decide(members, state, scale, params, now, capacities=None):
                 unsure.setdefault(d, m.uuid)
     in_use = {v for v in levels.values()}
     throttle_votes = {}         # uuid -> (level, domain)
+    pending = {}                # uuid -> (level, level) in place
     cut_reasons = {}            # domain -> why its votes cut
+    vote_why = {}               # uuid -> why, where not the domain's
     release_ok = {}             # uuid -> set of domains that release
     hold_for = {}               # uuid -> set of domains that hold
     reports = {}
@@ -486,14 +441,41 @@ def decide(members, state, scale, params, now, capacities=None):
         throttle_dwelling = since < params.throttle_dwell * 0.9
         release_dwelling = since < params.release_dwell * 0.9
         decision, reason = HOLD, 'between the watermarks'
+        # What protection gave each active high instance; all of it is
+        # forgotten once none is active.
+        given = {m.uuid: old.given[m.uuid] for m in highs
+                 if m.uuid in old.given}
+        undo = dict(old.undo) if highs else {}
+        stopped = old.stopped and bool(highs)
+        losing = sorted(m.uuid for m in highs
+                        if keeping.lost(m, given.get(m.uuid)))
+        # Nothing is late in the first period after a (re)start: nobody
+        # was seen before it.
+        if highs and state.seen:
+            for uuid, level in keeping.join_level(
+                    dom, lows, levels, state.seen).items():
+                if level < in_force(members[uuid], levels, scale):
+                    _vote(throttle_votes, uuid, level, dom)
+                    vote_why[uuid] = (
+                        'late-measured: starts where the other low '
+                        'instances are, with %d active high' % len(highs))
         if pressure is None:
             reason = 'capacity unknown yet'
+        # A starved high instance is no matter of the pressure: the
+        # pressure is the total over a capacity that other work on the
+        # host (or a capacity learned when the host was idle) makes read
+        # low, while the instance wants as much as at its peak and gets
+        # less than half.
+        hungry = sorted(m.uuid for m in highs if m.uuid in starved)
+        above = 'pressure above the high watermark' if (
+            pressure is not None and pressure >= params.high_watermark) \
+            else '%s starved' % (hungry[0] if hungry else '')
         if highs and pressure is not None and (
-                pressure >= params.high_watermark):
+                pressure >= params.high_watermark or hungry):
             if throttle_dwelling:
-                reason = 'pressure above the high watermark, dwelling'
+                reason = above + ', dwelling'
             elif not lows:
-                reason = 'pressure above the high watermark, no active low'
+                reason = above + ', no active low'
             else:
                 short = sorted(m.uuid for m in highs if m.uuid in squeezed)
                 saturated = pressure > SATURATED or bool(short)
@@ -501,14 +483,16 @@ def decide(members, state, scale, params, now, capacities=None):
                     total - params.high_watermark * capacity)
                 covered = _throttle(dom, lows, levels, scale, params,
                                     capacity, excess, in_use,
-                                    throttle_votes, saturated)
+                                    throttle_votes, pending, saturated)
                 if covered > 0 and saturated:
                     decision = THROTTLE
                     reason = ('pressure %.2f: %s with %d active high, '
                               'every active low to the floor' % (
                                   pressure, 'saturated' if pressure >
-                                  SATURATED else '%s below half its peak'
-                                  % short[0], len(highs)))
+                                  SATURATED else '%s below half its peak%s'
+                                  % (short[0], ', wanting as much' if
+                                     short[0] in starved else ''),
+                                  len(highs)))
                     cut_reasons[dom] = reason
                 elif covered > 0:
                     decision = THROTTLE
@@ -518,8 +502,37 @@ def decide(members, state, scale, params, now, capacities=None):
                                                   len(highs)))
                     cut_reasons[dom] = reason + ', heaviest first'
                 else:
-                    reason = ('pressure above the high watermark, no step '
-                              'left (floor, or no free CLOSID for a level)')
+                    reason = (above + ', no step left (every active low '
+                              'at its floor or at the lowest level there '
+                              'is)')
+        elif losing:
+            # The first sign that a release cost it its share: undo the
+            # last step, and release no more while it is active.
+            kept = sum(members[losing[0]].domains.values()) / (
+                given[losing[0]][0] or 1.0)
+            reason = ('%s moves %.0f%% of what protection gave it, '
+                      'wanting as much' % (losing[0], 100 * kept))
+            if throttle_dwelling:
+                reason += ', dwelling'
+            else:
+                stopped = True
+                for uuid, level in sorted(undo.items()):
+                    m = members.get(uuid)
+                    if m is None or m.priority != LOW:
+                        continue
+                    floor = _floor(m, scale, params, capacity)
+                    current = in_force(m, levels, scale)
+                    level, in_place = levelgroups.snap(
+                        max(level, floor), current, in_use, scale, floor)
+                    if level < current and not in_place:
+                        _vote(throttle_votes, uuid, level, dom)
+                        in_use.add(level)
+                        decision = THROTTLE
+                reason += (': the last release undone, no release while '
+                           'it is active' if decision == THROTTLE else
+                           ': no release while it is active')
+                cut_reasons[dom] = reason
+                undo = {}
         elif not highs or (pressure is not None and
                            pressure <= params.low_watermark):
             why = ('no active high-priority instance' if not highs else
@@ -531,6 +544,9 @@ def decide(members, state, scale, params, now, capacities=None):
                 reason = why + ', but %s was not measured' % unsure[dom]
             elif release_dwelling:
                 reason = why + ', dwelling'
+            elif stopped:
+                reason = why + (', but a release cost a high instance its '
+                                'share: none while it is active')
             elif highs and capacity and (
                     total + _release_growth(dom, held_here, levels, scale,
                                             params, capacity) >=
@@ -540,6 +556,12 @@ def decide(members, state, scale, params, now, capacities=None):
                                 params.high_watermark)
             else:
                 decision, reason = RELEASE, why
+                # What the active high instances have at the levels in
+                # force now is what the next step must leave them.
+                for m in highs:
+                    given[m.uuid] = keeping.remember(given.get(m.uuid), m)
+                undo = {m.uuid: levels[m.uuid] for m in held_here} if (
+                    highs) else {}
         for m in held_here:
             if decision == RELEASE:
                 release_ok.setdefault(m.uuid, set()).add(dom)
@@ -547,18 +569,24 @@ def decide(members, state, scale, params, now, capacities=None):
                 hold_for.setdefault(m.uuid, set()).add(dom)
         if decision != HOLD:
             changed_domains.add(dom)
-        new_domains[dom] = memory
+        new_domains[dom] = dataclasses.replace(
+            memory, given=given, undo=undo, stopped=stopped)
         reports[dom] = Report(
             decision, reason, pressure, capacity, source, total,
             throttled=0, active_high=len(highs))
+    levelgroups.in_place(throttle_votes, pending, levels)
     changes = []
     for uuid, (new, dom) in sorted(throttle_votes.items()):
         old = levels.get(uuid)
         levels[uuid] = new
         held_on[uuid] = held_on.get(uuid, frozenset()) | seen.get(
             uuid, frozenset()) | {dom}
-        changes.append(Change(uuid, dom, old, new,
-                              cut_reasons.get(dom, reports[dom].reason)))
+        reason = vote_why.get(uuid) or cut_reasons.get(
+            dom, reports[dom].reason)
+        if uuid in pending and pending[uuid][1] == new:
+            reason += (' (no free CLOSID for a new level: level %d changed '
+                       'in place)' % pending[uuid][0])
+        changes.append(Change(uuid, dom, old, new, reason))
     for uuid, doms in sorted(release_ok.items()):
         m = members[uuid]
         if uuid in throttle_votes or hold_for.get(uuid) or (
@@ -576,6 +604,14 @@ def decide(members, state, scale, params, now, capacities=None):
         if any(c.domain == dom for c in changes):
             new_domains[dom] = dataclasses.replace(new_domains[dom],
                                                    last_change=now)
+        elif reports[dom].decision == THROTTLE:
+            # Its cuts needed a level changed in place, and not every
+            # instance of that level went down with them.
+            reports[dom] = dataclasses.replace(
+                reports[dom], decision=HOLD, reason=(
+                    'pressure above the high watermark, no step left (no '
+                    'free CLOSID for a level, and a level in use cannot '
+                    'change in place)'))
     for dom, report in list(reports.items()):
         throttled = sum(1 for u in levels if held_there(u, dom))
         reports[dom] = dataclasses.replace(report, throttled=throttled)

@@ -151,6 +151,23 @@ class ProcFS(object):
         return model.Threads(pid=pid, vcpus=vcpus, others=tuple(sorted(
             others)))
 
+    def runnable_ns(self, pid, tid):
+        """Nanoseconds thread ``tid`` of ``pid`` has run or waited to run.
+
+        The first two fields of ``schedstat``: time on a CPU and time
+        runnable on a run queue. Their sum grows at one second per second
+        while the thread wants a CPU, whether it gets one or not, which is
+        what the bandwidth controller reads as demand. None when the
+        thread is gone or the kernel keeps no such figures.
+        """
+        text = _read(os.path.join(self.proc_root, str(pid), 'task',
+                                  str(tid), 'schedstat'))
+        fields = (text or '').split()
+        try:
+            return int(fields[0]) + int(fields[1])
+        except (IndexError, ValueError):
+            return None
+
     def vhost_threads(self):
         """``{qemu pid: [tid, ...]}`` of vhost kernel threads.
 

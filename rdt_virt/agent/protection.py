@@ -42,8 +42,10 @@ import time
 from oslo_log import log as logging
 
 from rdt_virt.agent import controller as ctl
+from rdt_virt.agent import model
 from rdt_virt.agent import pools as pools_mod
 from rdt_virt.agent import reconcile
+from rdt_virt.agent import sampler
 from rdt_virt.policy import fit
 from rdt_virt.resctrl import info
 
@@ -68,7 +70,7 @@ def params_from(opts, period):
         learn_samples=opts.controller_learn_samples)
 
 
-def scale_of(caps, max_levels=None):
+def scale_of(caps, max_levels=None, existing=frozenset()):
     """The controller's :class:`~rdt_virt.agent.controller.Scale`."""
     mb = caps.mb
     per_unit = {info.UNIT_MBPS: ctl.MB,
@@ -77,7 +79,54 @@ def scale_of(caps, max_levels=None):
                      minimum=max(mb.min_bandwidth, 1),
                      step=mb.bandwidth_gran if per_unit is None else 1,
                      bytes_per_unit=per_unit,
-                     max_levels=max_levels if per_unit is None else None)
+                     max_levels=max_levels if per_unit is None else None,
+                     existing=frozenset(existing) if per_unit is None
+                     else frozenset())
+
+
+def static_levels(instances, levels, caps):
+    """Percentages of the shared groups that static caps keep in use.
+
+    A level the controller picks among them takes no CLOSID of its own.
+    Instances the controller holds are left out: their static group may
+    be gone.
+    """
+    if caps.mb is None or caps.mb.unit != info.UNIT_PERCENT:
+        return frozenset()
+    return frozenset(
+        reconcile.expected_mb(caps, inst.bandwidth.value)
+        for uuid, inst in instances.items()
+        if uuid not in levels and inst.bandwidth is not None and
+        inst.bandwidth.group == model.SHARED and
+        inst.bandwidth.unit == info.UNIT_PERCENT)
+
+
+class Demand(object):
+    """CPUs each instance's vCPU threads were runnable between readings.
+
+    A reading is ``{uuid: {tid: nanoseconds run or waited}}``
+    (:meth:`rdt_virt.agent.procfs.ProcFS.runnable_ns`); threads present in
+    both readings count, so a vCPU that came or went costs one interval.
+    """
+
+    def __init__(self):
+        self._last = {}     # uuid -> ({tid: ns}, time)
+
+    def update(self, readings, now):
+        """``{uuid: CPUs, or None}`` since the last update."""
+        out = {}
+        last, self._last = self._last, {}
+        for uuid, ns in (readings or {}).items():
+            ns = {t: v for t, v in ns.items() if v is not None}
+            self._last[uuid] = (ns, now)
+            before, then = last.get(uuid, ({}, None))
+            common = set(ns) & set(before)
+            if not common or then is None or now <= then:
+                out[uuid] = None
+                continue
+            grown = sum(max(0, ns[t] - before[t]) for t in common)
+            out[uuid] = grown / 1e9 / (now - then)
+        return out
 
 
 def ceiling_of(inst):
@@ -109,6 +158,9 @@ class Protection(object):
         # {pool: domains} of the state the controller holds.
         self.pool_of = None
         self._members = {}
+        self.demand = Demand()
+        # {uuid: runnable CPUs} of the high instances in the last period.
+        self.demands = {}
 
     def set_pools(self, pool_of):
         """The host's pools (:func:`rdt_virt.agent.pools.pools`)."""
@@ -184,7 +236,11 @@ class Protection(object):
             domains[dom] = ctl.Domain(
                 last_change=now,
                 learned=learned if isinstance(learned, (int, float)) and (
-                    learned > 0) else 0.0)
+                    learned > 0) else 0.0,
+                given=_given(entry.get('given')),
+                undo={u: v for u, v in _dict(entry.get('undo')).items()
+                      if _level_value(v)},
+                stopped=entry.get('stopped') is True)
             # A document without the pool's domains: one domain each.
             doms = entry.get('members', [dom])
             members[dom] = tuple(sorted(d for d in doms if isinstance(
@@ -201,8 +257,12 @@ class Protection(object):
     def due(self, now):
         return self._next is None or now >= self._next - 0.1 * self.period
 
-    def step(self, caps, instances, rates, closids_used=0):
-        """Decide after a sample; returns the changes (a tuple)."""
+    def step(self, caps, instances, rates, closids_used=0, runnable=None):
+        """Decide after a sample; returns the changes (a tuple).
+
+        :param runnable: ``{uuid: {vCPU tid: nanoseconds run or waited}}``
+            read now, of the high-priority instances (see :class:`Demand`).
+        """
         if caps is None or caps.mb is None or caps.monitor is None:
             return ()
         now = self.clock()
@@ -210,12 +270,16 @@ class Protection(object):
             return ()
         cpu0 = time.process_time()
         try:
-            return self._step(caps, instances, rates, closids_used, now)
+            return self._step(caps, instances, rates, closids_used, now,
+                              runnable)
         finally:
             self.last_cpu = time.process_time() - cpu0
 
-    def _step(self, caps, instances, rates, closids_used, now):
+    def _step(self, caps, instances, rates, closids_used, now, runnable):
         self._next = now + self.period
+        demand = self.demand.update(runnable, now)
+        self.demands = {u: round(d, 3) for u, d in demand.items()
+                        if d is not None}
         pool_of = self._pools(caps)
         if self._resumed_at is not None:
             domains = dict(self.state.domains)
@@ -235,6 +299,11 @@ class Protection(object):
             rate = rates.get(uuid)
             by_domain = pools_mod.merge(
                 rate.total_by_domain if rate is not None else None, pool_of)
+            if rate is not None and rate.reason == sampler.R_NO_TRAFFIC:
+                # Its threads have not run since its counters started: it
+                # moved nothing, which is a measurement. Taken as missing,
+                # a guest paused from its boot held every release.
+                by_domain = {}
             priority = inst.priority
             if priority == ctl.LOW and not reconcile.controllable(inst,
                                                                   caps):
@@ -242,13 +311,17 @@ class Protection(object):
             members.append(ctl.Member(
                 uuid, priority,
                 ceiling=ceiling_of(inst) if priority == ctl.LOW else None,
-                domains=by_domain, monitored=inst.monitor))
+                domains=by_domain, monitored=inst.monitor,
+                demand=demand.get(uuid) if priority == ctl.HIGH else None))
         capacity = self.opts.memory_bandwidth_capacity * GB
         capacities = {p: capacity for p in set(pool_of.values())} if (
             capacity) else {}
         in_use = len(set(self.state.levels.values()))
-        scale = scale_of(caps, max(1, caps.num_closids - closids_used +
-                                   in_use))
+        # No floor of one: without a free CLOSID only the levels there
+        # are, or a level changed in place, remain (controller.decide).
+        scale = scale_of(caps, max(0, caps.num_closids - closids_used +
+                                   in_use),
+                         static_levels(instances, self.state.levels, caps))
         self.unit = scale.unit
         if not self.opts.controller_enabled:
             self.state = ctl.State()
@@ -289,10 +362,40 @@ class Protection(object):
                 'active_high': r.active_high,
                 'decision': r.decision,
                 'reason': r.reason,
+                # What a restarted agent needs to go on where this one is
+                # (a release stopped, and what protection gave).
+                'stopped': bool(memory and memory.stopped),
+                'given': {u: list(g) for u, g in sorted(
+                    (memory.given if memory else {}).items())},
+                'undo': dict(sorted((memory.undo if memory else {}).items())),
             }
         return {'enabled': bool(self.opts.controller_enabled),
                 'unit': self.unit, 'period': self.period,
-                'domains': domains}
+                'domains': domains, 'demand': dict(sorted(
+                    self.demands.items()))}
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _level_value(value):
+    return isinstance(value, int) and not isinstance(value, bool) and (
+        value > 0)
+
+
+def _given(value):
+    """``{uuid: (bytes/s, demand or None)}`` from a state document."""
+    out = {}
+    for uuid, pair in _dict(value).items():
+        if isinstance(pair, list) and len(pair) == 2 and _number(
+                pair[0]) and (pair[1] is None or _number(pair[1])):
+            out[uuid] = (float(pair[0]), pair[1])
+    return out
 
 
 def _pool_name(pool, members):

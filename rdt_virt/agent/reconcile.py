@@ -48,6 +48,7 @@ import dataclasses
 import functools
 import typing
 
+from rdt_virt.agent import levelgroups
 from rdt_virt.agent import masks
 from rdt_virt.agent import model
 from rdt_virt.policy import groups as groups_mod
@@ -351,9 +352,11 @@ class _Planner(object):
         group = self.snap.groups.get(name)
         if group is not None:
             update = masks.diff(group.schemata, desired, self.caps)
-            if update and group.schemata is not None:
-                self.fixes.append(model.WriteSchemata(
-                    name, schemata_mod.format(update)))
+            fix = model.WriteSchemata(name, schemata_mod.format(update))
+            # Each instance of a shared group asks: write it once.
+            if update and group.schemata is not None and (
+                    fix not in self.fixes):
+                self.fixes.append(fix)
             return
         if name in self.blocked or name in self.available:
             return
@@ -679,6 +682,17 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
             managed |= it.threads.all
         if it.agent_group is not None:
             needed.add(it.agent_group)
+    aliases = levelgroups.stand_ins(
+        snapshot, caps, settings.prefix, planner.blocked,
+        [(it.agent_group, set(it.tid_group)) for it in intents
+         if it.threads is not None], needed)
+    for it in intents:
+        if it.agent_group in aliases:
+            needed.discard(it.agent_group)
+            it.agent_group = aliases[it.agent_group]
+            needed.add(it.agent_group)
+            it.tid_group = {t: aliases.get(g, g)
+                            for t, g in it.tid_group.items()}
     used = planner.used_masks() if snapshot.complete else {}
     for it in intents:
         if it.threads is None:

@@ -522,12 +522,25 @@ class Agent(object):
         if not self._resumed:
             self._controlled({})
         changes = self.protection.step(self.caps, self.instances, rates,
-                                       self.monitoring.closids_used)
+                                       self.monitoring.closids_used,
+                                       self._runnable())
         if changes:
             # Put the new levels in force now, not at the next tick.
             self.request_full()
         return (self.protection.levels, self.protection.host_doc(),
                 self.protection.limits)
+
+    def _runnable(self):
+        """The high instances' vCPU run and wait times, for their demand."""
+        out = {}
+        for uuid, threads in self.threads.items():
+            inst = self.instances.get(uuid)
+            if inst is None or inst.priority != protection_mod.ctl.HIGH or (
+                    threads is None):
+                continue
+            out[uuid] = {tid: self.procfs.runnable_ns(threads.pid, tid)
+                         for tid in threads.vcpus.values()}
+        return out
 
     # The loop --------------------------------------------------------------
 

@@ -14,7 +14,7 @@
 
 ::
 
-    rdt-virt-scenario [--dir DIR]
+    rdt-virt-scenario [--dir DIR] [--host-load N]
     rdt-virt-scenario --summarize DIR [DIR ...]
 
 Starts a sandbox with the emulated reference host, runs rdt-virt-agent
@@ -26,7 +26,9 @@ releases the neighbours when it is suspended and protects it again when it
 resumes (see :mod:`rdt_virt.sandbox.scenario`). The results
 (``results.json``, the controller phases' ``timeline.json``, the chart
 ``scenario.png``, the guests' serial output and the agent's log) stay in
-DIR, by default a new directory under /tmp; the
+DIR, by default a new directory under /tmp; with ``--host-load N``,
+phases 5-7 run beside N processes that spin on a CPU outside any guest
+(the agent does not manage them), as other work would on a real host. The
 sandbox's own files are removed. Needs root, /dev/kvm, /dev/fuse, libvirt
 and QEMU.
 """
@@ -51,6 +53,9 @@ def main(argv=None):
         description='The reference scenario on an emulated RDT host.')
     parser.add_argument('--dir', help='working and output directory '
                         '(default: a new one under /tmp)')
+    parser.add_argument('--host-load', type=int, default=0, metavar='N',
+                        help='run phases 5-7 beside N CPU hogs outside '
+                        'any guest (default: 0)')
     parser.add_argument('--summarize', nargs='+', metavar='DIR',
                         help='print the controller\'s figures of earlier '
                         'runs (their output directories) and their mean, '
@@ -66,7 +71,7 @@ def main(argv=None):
     directory = args.dir or tempfile.mkdtemp(prefix='rdt-scenario-',
                                              dir='/tmp')
     try:
-        scenario.Scenario(directory).run()
+        scenario.Scenario(directory, host_load=max(0, args.host_load)).run()
     except (launcher.SandboxError, RuntimeError) as e:
         print('rdt-virt-scenario: %s' % e, file=sys.stderr)
         return 1

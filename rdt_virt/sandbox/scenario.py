@@ -71,6 +71,7 @@ from rdt_virt.policy import fit
 from rdt_virt.resctrl import fs
 from rdt_virt.sandbox import chart
 from rdt_virt.sandbox import guest
+from rdt_virt.sandbox import hostload
 from rdt_virt.sandbox import launcher
 from rdt_virt.sandbox import report
 
@@ -125,13 +126,19 @@ class Scenario(object):
         rate to count as having reached it.
     :param converge: the most seconds to wait for the controller's effect
         (protection, release) before a controller phase's steady part.
-    :param quiet: seconds of a controller phase's steady part before its
-        first sample; level changes are counted over this long at its end.
+    :param quiet: seconds a controller phase settles after its event's
+        effect, before its steady part.
+    :param steady: the least seconds of a controller phase's steady part
+        (its samples, then more timeline): level changes are counted, and
+        the protected guest's minimum share taken, over all of it.
+    :param host_load: CPU hogs to run outside any guest through phases
+        5-7 (:class:`~rdt_virt.sandbox.hostload.HostLoad`).
     """
 
     def __init__(self, directory, out=sys.stdout, settle=8.0, sample=3.0,
                  samples=5, step=1.0, hold=3.0, converge=180.0,
-                 quiet=report.QUIET_SECONDS):
+                 quiet=report.QUIET_SECONDS, steady=report.STEADY_SECONDS,
+                 host_load=0):
         self.dir = directory
         self.out = out
         self.settle = settle
@@ -141,6 +148,8 @@ class Scenario(object):
         self.hold = hold
         self.converge = converge
         self.quiet = quiet
+        self.steady = steady
+        self.host_load = host_load
         self.neighbour_wait = 120.0
         # Timeline points (see rdt_virt.sandbox.report), recorded while
         # self.recording names a phase.
@@ -425,14 +434,19 @@ class Scenario(object):
                    time.monotonic() < deadline):
                 time.sleep(0.5)
         self.wait(self.settle if settle is None else settle)
+        start = self.now()
         doc = self.wait_for_rates(names)
         samples = [self.sample() for _i in range(self.samples)]
         self.results[key] = report.summarize(samples)
         if key in report.CONTROLLER_PHASES:
+            # The whole steady part, not only its samples: a cycle of
+            # throttles and releases is longer than they are.
+            self.wait(max(0.0, start + self.steady - self.now()))
             self.point()
-            end = self.now()
-            self.results[key]['level_changes'] = report.level_changes(
-                self.points, end - report.QUIET_SECONDS, end)
+            alone = self.results.get('alone', {}).get('work')
+            self.results[key].update(report.steady(
+                self.points, start, self.now(), self.hold,
+                alone[0] if alone else None))
         self.say('== Phase %d: %s ==' % (
             [k for k, _t in PHASES].index(key) + 1, title))
         self.say()
@@ -506,7 +520,14 @@ class Scenario(object):
         alone = self.results['alone']['work'][0]
         target = report.TARGET_SHARE * alone
         noisy = list(NOISY)
+        self.results['host_load'] = self.host_load
+        if self.host_load:
+            self.say('(phases 5-7 beside %d CPU hogs outside the guests)'
+                     % self.host_load)
+        with hostload.HostLoad(self.host_load):
+            self._controller_phases(target, noisy)
 
+    def _controller_phases(self, target, noisy):
         def protected(since):
             return lambda points: report.time_to_rate(
                 points, PROTECTED, since, target, self.hold) is not None

@@ -127,12 +127,14 @@ class FakeHost(object):
         self.procs[uuid] = (pid, vcpu_tids, other_tids)
         return model.Threads(pid, vcpu_tids, tuple(other_tids))
 
-    @staticmethod
-    def _thread(base, tid, comm):
+    def _thread(self, base, tid, comm):
         path = os.path.join(base, 'task', str(tid))
         os.makedirs(path)
         with open(os.path.join(path, 'comm'), 'w') as f:
             f.write(comm + '\n')
+        # The real thread's run and wait times: the controller's demand.
+        os.symlink('/proc/%d/task/%d/schedstat' % (self.pool.proc.pid, tid),
+                   os.path.join(path, 'schedstat'))
 
     def hotplug(self, uuid):
         """Add one vCPU thread to a running fake QEMU; returns its tid."""

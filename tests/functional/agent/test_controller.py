@@ -31,7 +31,8 @@ P = base.PREFIX
 TIMEOUT = 60.0
 
 
-class TestController(base.AgentTestCase):
+class ControllerCase(base.AgentTestCase):
+    """Guests with protection classes, periods and waits."""
 
     def setUp(self):
         super().setUp()
@@ -72,6 +73,9 @@ class TestController(base.AgentTestCase):
     @staticmethod
     def level(doc, uuid):
         return doc['instances'][uuid]['level']
+
+
+class TestController(ControllerCase):
 
     def test_throttle_restart_release(self):
         high = self.boot_classed('high')

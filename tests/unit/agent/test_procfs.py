@@ -56,6 +56,20 @@ class TestProcFS(base.TestCase):
         self.assertEqual((100, 103, 104), found.others)
         self.assertEqual({100, 101, 102, 103, 104}, found.all)
 
+    def test_runnable_time_from_schedstat(self):
+        self.qemu(100)
+        path = os.path.join(self.proc, '100', 'task', '101', 'schedstat')
+        with open(path, 'w') as f:
+            f.write('2000 500 7\n')
+        fs = procfs.ProcFS(self.proc)
+        # Time on a CPU plus time waiting for one.
+        self.assertEqual(2500, fs.runnable_ns(100, 101))
+        self.assertIsNone(fs.runnable_ns(100, 102))     # no such file
+        self.assertIsNone(fs.runnable_ns(100, 999))     # gone
+        with open(path, 'w') as f:
+            f.write('garbage\n')
+        self.assertIsNone(fs.runnable_ns(100, 101))
+
     def test_pid_file_first_and_checked(self):
         self.qemu(100)
         self.qemu(200, uuid='22222222-2222-4222-8222-222222222222')

@@ -1,0 +1,143 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What a protected instance wants and what protection gave it. Pure.
+
+Helpers of :mod:`rdt_virt.agent.controller`, kept apart so that the law's
+two judgements about a high-priority instance can be read and tested on
+their own:
+
+*Is it active?*  Judged by its demand: the time its vCPU threads were
+runnable (running, or waiting for a CPU) in the interval, which the
+neighbours cannot take away. Its bandwidth is what the neighbours leave
+it: a squeezed instance moves less exactly when it needs protection most,
+so bandwidth can show that an instance is active but never that it is
+not.
+
+*Does it keep what protection gave it?*  While its neighbours are held,
+the controller remembers the highest rate the instance moved at the
+levels in force before each release step (its *given* rate, with the
+demand it had then). A release is allowed while the instance moves at
+least :data:`KEPT` of that; the first interval in which it moves less,
+while its demand is no lower than :data:`KEPT` of what it was, is the
+first sign that the release cost it its share. A lower rate with a lower
+demand is the instance's own doing, not a loss.
+
+*Is it starved?*  Its :class:`Peak` is the highest rate it sustained,
+with the demand it had then; below half of it while wanting at least
+:data:`KEPT` of that demand, it gets less than half of what it wants.
+"""
+
+import dataclasses
+import typing
+
+#: Runnable CPUs (summed over the vCPU threads) from which an instance is
+#: active: a vCPU runnable a twentieth of the time does some work, while
+#: an idle guest's timer ticks keep it runnable for far less than that.
+ACTIVE_DEMAND = 0.05
+#: Share of its given rate an instance must keep for releases to go on.
+#: A steady workload varies by a few percent between intervals; a release
+#: step that matters takes more.
+KEPT = 0.9
+
+
+def demand_active(member):
+    """True when the member's demand shows it working (None: unknown)."""
+    return member.demand is not None and member.demand >= ACTIVE_DEMAND
+
+
+def active_domains(member, threshold, before=frozenset(), by_demand=False):
+    """The domains where ``member`` is active in this interval.
+
+    By bandwidth: at least ``threshold`` bytes/s summed over the domains,
+    on each domain that carries at least its even share of it. With
+    ``by_demand`` (high-priority instances), also when its demand shows it
+    working however little it moved: then on every domain it moved
+    anything on, else where it was active before.
+    """
+    if member.domains is None:
+        return frozenset()
+    total = sum(member.domains.values())
+    if member.domains and total >= threshold:
+        share = threshold / len(member.domains)
+        return frozenset(d for d, bps in member.domains.items()
+                         if bps >= share)
+    if by_demand and demand_active(member):
+        moved = frozenset(d for d, bps in member.domains.items() if bps > 0)
+        return moved or frozenset(before) or frozenset(member.domains)
+    return frozenset()
+
+
+def lost(member, given):
+    """Whether ``member`` lost what protection gave it.
+
+    :param given: ``(bytes/s, demand or None)`` it was given, or None.
+    """
+    if given is None or member.domains is None:
+        return False
+    rate, demand = given
+    if sum(member.domains.values()) >= KEPT * rate:
+        return False
+    if demand is None or member.demand is None:
+        return True
+    return member.demand >= KEPT * demand
+
+
+def remember(given, member):
+    """The given rate of ``member`` after one more release point."""
+    rate = sum(member.domains.values())
+    if given is not None and given[0] >= rate:
+        return given
+    return (rate, member.demand)
+
+
+def join_level(dom, lows, levels, seen_before):
+    """The level a late-measured low instance starts at, per uuid.
+
+    A low instance active in ``dom`` that was not active in the last
+    interval (its first rate, or it woke up) while every other low
+    instance active there is held starts at the highest level they are
+    held at: they were throttled for the high instance active there, and
+    it would otherwise take the whole way down through the dwells while
+    the high instance waits.
+
+    :returns: ``{uuid: level}``.
+    """
+    held = [m for m in lows if m.uuid in levels]
+    late = [m for m in lows if m.uuid not in levels and
+            not seen_before.get(m.uuid)]
+    if not held or not late or len(held) + len(late) != len(lows):
+        return {}
+    level = max(levels[m.uuid] for m in held)
+    return {m.uuid: level for m in late}
+
+
+@dataclasses.dataclass(frozen=True)
+class Peak:
+    """The highest rate a high instance sustained (learned like capacity).
+
+    With the demand it had while it sustained it (None: unknown).
+    """
+
+    learned: float = 0.0
+    recent: typing.Tuple[float, ...] = ()
+    demand: typing.Optional[float] = None
+    demands: typing.Tuple[typing.Optional[float], ...] = ()
+
+    def add(self, total, samples, demand=None):
+        recent = (self.recent + (total,))[-samples:]
+        demands = (self.demands + (demand,))[-samples:]
+        learned, peak_demand = self.learned, self.demand
+        if len(recent) == samples and min(recent) > learned:
+            learned = min(recent)
+            peak_demand = None if None in demands else min(demands)
+        return Peak(learned, recent, peak_demand, demands)
