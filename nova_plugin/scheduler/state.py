@@ -42,7 +42,13 @@ the compute host, at the cost of a few dictionary lookups per host.
   So the instances of a multi-create request, and of requests scheduled one
   after the other, do not all get the same last CLOSID. When the count
   goes down (placements undone by a request that failed, instances
-  deleted), the estimate goes back to the host's last report. (A plain
+  deleted), the estimate goes back to the host's last report, which the
+  compute host refreshes whenever an instance leaves it
+  (:mod:`nova_plugin.virt.report`): the capacity a deleted instance held
+  is free for the next request, not only after the next periodic
+  report. (An instance placed but not yet claimed on its host when that
+  refresh was taken is missing from it: the race for the last CLOSID
+  described in :mod:`nova_plugin.scheduler.filters`.) (A plain
   instance that lands right after an RDT request passed a host makes the
   estimate pessimistic until the next report.)
 """
