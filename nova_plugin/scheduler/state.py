@@ -88,7 +88,8 @@ _MAX_HOSTS = 100000
 class RequestView(object):
     """The RDT policy of one RequestSpec, parsed once."""
 
-    __slots__ = ('spec', 'flavor', 'policy', 'error', 'placement', 'fits')
+    __slots__ = ('spec', 'flavor', 'policy', 'error', 'placement', 'fits',
+                 'noted')
 
     def __init__(self, spec, flavor, policy, error, in_placement=False):
         self.spec = spec
@@ -105,6 +106,9 @@ class RequestView(object):
         # by every request with the same policy.
         self.fits = (_fits_for((policy, in_placement)) if policy is not None
                      and error is None else None)
+        # True once the filter logged what Placement will refuse of this
+        # multi-create request (once per request, not per instance).
+        self.noted = False
 
     @property
     def active(self):
@@ -144,7 +148,7 @@ def request_view(spec_obj):
         if (parsed.wants_cache or parsed.wants_mem_bw or parsed.monitor or
                 parsed.classed):
             policy = parsed
-            in_placement = _placement_closids(specs) > 0
+            in_placement = placement_closids(specs) > 0
     except exception.InvalidExtraSpec as e:
         # The API validates one key at a time; conflicting keys get here.
         policy, error = extra_specs.EMPTY, e.message
@@ -155,7 +159,7 @@ def request_view(spec_obj):
     return view
 
 
-def _placement_closids(specs):
+def placement_closids(specs):
     try:
         return placement.requested_closids(specs) or 0
     except ValueError:
