@@ -24,7 +24,8 @@ not parse anything there:
   (:func:`host_view`), cached on the HostState itself. The cache is keyed on
   the identity of ``HostState.stats`` first; because
   ``HostState.update()`` replaces that dict with a freshly loaded copy on
-  every scheduling request, an equal raw string keeps the decoded state too.
+  every scheduling request, an equal raw string of the same report
+  (``hoststats.REPORT_KEY``) keeps the decoded state too.
 * **Fit**: :func:`~rdt_virt.policy.fit.fit` depends only on the policy and
   on the host's capabilities, strategy and monitoring default, which hosts
   of the same hardware share. Plans are cached per policy and per distinct
@@ -204,12 +205,15 @@ class Verdict(object):
 class HostView(object):
     """The decoded RDT state of one HostState."""
 
-    __slots__ = ('stats', 'raw', 'rdt', 'caps_id', 'verdicts', 'seen',
-                 'pending')
+    __slots__ = ('stats', 'raw', 'report', 'rdt', 'caps_id', 'verdicts',
+                 'seen', 'pending')
 
-    def __init__(self, stats, raw):
+    def __init__(self, stats, raw, report=None):
         self.stats = stats
         self.raw = raw
+        # The report's name (hoststats.REPORT_KEY): a later report equal
+        # in content is a new report, counted afresh.
+        self.report = report
         # HostRDT, or None for a host without rdt-virt's driver.
         self.rdt = hoststats.decode({hoststats.KEY: raw}) if raw else None
         self.caps_id = _caps_id(self.rdt) if self.rdt else None
@@ -299,14 +303,15 @@ def host_view(host_state):
     if view is not None and view.stats is stats:
         return view
     raw = stats.get(hoststats.KEY) if stats else None
+    report = stats.get(hoststats.REPORT_KEY) if stats else None
     key = (host_state.host, host_state.nodename)
     if view is None:
         view = _views.get(key)
-    if view is not None and view.raw == raw:
+    if view is not None and view.raw == raw and view.report == report:
         view.stats = stats
         setattr(host_state, HOST_ATTR, view)
         return view
-    view = HostView(stats, raw)
+    view = HostView(stats, raw, report)
     setattr(host_state, HOST_ATTR, view)
     if len(_views) >= _MAX_HOSTS:
         _views.clear()

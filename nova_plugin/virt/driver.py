@@ -493,6 +493,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 self._rdt_claims.release_previous(instance.uuid)
             else:
                 self._rdt_release(instance)
+            self._rdt_publish()
 
     def finish_revert_migration(self, context, instance, *args, **kwargs):
         # A same-host revert: the new flavor's claim went with destroy().
@@ -639,6 +640,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 context, instance, network_info)
         finally:
             self._rdt_release(instance)
+            self._rdt_publish()
 
     def _rdt_unbusy(self, uuid):
         with self._rdt_sets_lock:
@@ -819,7 +821,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     # Reporting -----------------------------------------------------------
 
     def _rdt_publish(self):
-        """Refresh the reported RDT stat now (an instance left).
+        """Refresh the reported RDT stat now: an instance left or gave back.
 
         Whether or not the instance held anything: the scheduler goes back
         to the last report when a host's instance count goes down, so that
@@ -836,7 +838,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
     def get_available_resource(self, nodename):
         data = super().get_available_resource(nodename)
         stats = data.setdefault('stats', {})
-        stats.update(hoststats.encode(self.rdt_host()))
+        stats.update(report_mod.stats_of(self.rdt_host()))
         return data
 
     def update_provider_tree(self, provider_tree, nodename,

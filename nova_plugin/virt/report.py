@@ -30,6 +30,8 @@ without one (tools that load the driver alone) nothing is published and
 the periodic report stays the only one.
 """
 
+import time
+
 from oslo_log import log as logging
 
 from rdt_virt.policy import hoststats
@@ -37,10 +39,20 @@ from rdt_virt.policy import hoststats
 LOG = logging.getLogger(__name__)
 
 
+def stats_of(host_rdt):
+    """The compute node stats of ``host_rdt``, named as a new report."""
+    stats = hoststats.encode(host_rdt)
+    stats[hoststats.REPORT_KEY] = '%d' % time.time_ns()
+    return stats
+
+
+def _tracker(virtapi):
+    return getattr(getattr(virtapi, '_compute', None), 'rt', None)
+
+
 def node_stats(virtapi, nodename):
     """The resource tracker's stats dict of ``nodename``, or None."""
-    rt = getattr(getattr(virtapi, '_compute', None), 'rt', None)
-    stats = getattr(rt, 'stats', None)
+    stats = getattr(_tracker(virtapi), 'stats', None)
     # The resource tracker makes a node's entry at its first report; a
     # node it does not track yet has nothing to refresh.
     if not stats or nodename not in stats:
@@ -51,14 +63,24 @@ def node_stats(virtapi, nodename):
 def publish(virtapi, nodename, host_rdt):
     """Put ``host_rdt`` in the stats the next compute node save sends.
 
+    Into the resource tracker's stats of the node, which it copies into
+    the compute node whenever an instance's usage changes, and into the
+    compute node's own copy, which a save after other changes (a move
+    claim dropped at confirmation) sends as it is.
+
     :returns: True if published.
     """
     stats = node_stats(virtapi, nodename)
     if stats is None:
         return False
+    encoded = stats_of(host_rdt)
     # One assignment per key: the resource tracker may be reading the
     # dict in another thread; a periodic run that replaces it afterwards
     # brings a report at least as recent as its own start.
-    for key, value in hoststats.encode(host_rdt).items():
+    for key, value in encoded.items():
         stats[key] = value
+    node = getattr(_tracker(virtapi), 'compute_nodes', {}).get(nodename)
+    if node is not None and node.obj_attr_is_set('stats'):
+        # A new dict, so that the compute node sees its field changed.
+        node.stats = dict(node.stats or {}, **encoded)
     return True
