@@ -30,6 +30,7 @@ is a host none of whose low instances fits another host.
 
 import collections
 
+from rdt_virt import exception
 from rdt_virt.policy import extra_specs
 
 HIGH = extra_specs.PRIORITY_HIGH
@@ -40,6 +41,7 @@ CLASSES = extra_specs.PRIORITIES
 # Watcher's upstream noisy_neighbor strategy, which ranks by it.
 EXTRA_SPEC = extra_specs.RDT_PRIORITY
 METADATA = 'watcher-priority'
+_FLAVOR_CLASS = extra_specs.BY_KEY[EXTRA_SPEC]
 # noisy_neighbor's default rank: a smaller number sorts first, as the
 # more important instance.
 DEFAULT_RANK = 5
@@ -66,8 +68,13 @@ def priority_of(extra_specs, metadata):
     Anything else is ``normal``.
     """
     value = (extra_specs or {}).get(EXTRA_SPEC)
-    if value in CLASSES:
-        return value
+    if value is not None:
+        try:
+            # As the API, the scheduler and the agent read it: blanks and
+            # case carry no meaning.
+            return _FLAVOR_CLASS.parse(value)
+        except exception.InvalidExtraSpec:
+            pass
     value = (metadata or {}).get(METADATA)
     if value is None:
         return NORMAL

@@ -29,30 +29,49 @@ without a destination, so Nova's scheduler (RDTFilter included) picks it.
 Datasource: Gnocchi. The upstream Gnocchi helper's
 ``statistic_aggregation`` returns the last point of the window, not its
 mean, and knows only the meters of its own metric map; this strategy
-reads the measures of the window through the helper's Gnocchi client.
+reads the measures of the window (:func:`watcher_plugin.meters.window`)
+through the helper's Gnocchi client. An audit in which no high or low
+instance has a single bandwidth point fails, saying what the window needs:
+deciding on nothing would look like "no host needs relief".
+
+The class comes from the flavor. Watcher's compute model carries flavor
+extra specs only with ``[compute_model] enable_extended_attributes``
+(off by default); without them the strategy reads the servers' embedded
+flavors from Nova once per audit (microversion 2.47 or later, Watcher's
+default ``[nova] api_version`` is 2.56).
 """
 
-import datetime
 
 from oslo_log import log
 from oslo_utils import timeutils
+from watcher.common import exception
+from watcher.common import nova_helper
+from watcher.decision_engine.datasources import gnocchi as gnocchi_ds
 from watcher.decision_engine.model import element
 from watcher.decision_engine.strategy.strategies import base
 
+from watcher_plugin import meters
 from watcher_plugin import relief
 
 LOG = log.getLogger(__name__)
-BANDWIDTH = 'memory.bandwidth.total'
-LIMIT = 'memory.bandwidth.limit'
+BANDWIDTH = meters.BANDWIDTH
+LIMIT = meters.LIMIT
+
+
+class NoMeasure(exception.WatcherException):
+    msg_fmt = ('rdt_noisy_neighbor: no %(metric)s measure of any of '
+               '%(count)d high or low instances (%(names)s) from '
+               '%(start)s to %(stop)s UTC. The audit needs %(needs)s. '
+               'Last error: %(error)s')
 
 
 class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
     """Move the low-priority instance that relieves a host most."""
 
     MIGRATION = 'migrate'
-    # Selects the datasource: one that serves the noisy-neighbour goal's
-    # metric (Gnocchi maps it to cpu_l3_cache).
-    DATASOURCE_METRICS = ['instance_l3_cache_usage']
+    # What "strategy state" lists as the strategy's metrics, through the
+    # metric map of meters.Meters.
+    DATASOURCE_METRICS = list(meters.METERS)
 
     @classmethod
     def get_name(cls):
@@ -107,6 +126,20 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
     def pre_execute(self):
         self._pre_execute()
 
+    @property
+    def datasource_backend(self):
+        # Gnocchi only (the strategy reads its client); Watcher's own
+        # choice of datasource goes by metric names none of which knows
+        # rdt-virt's meters.
+        if not self._datasource_backend:
+            self._datasource_backend = meters.Meters(
+                gnocchi_ds.GnocchiHelper(osc=self.osc))
+        return self._datasource_backend
+
+    def _window(self, instance):
+        return meters.window(timeutils.utcnow(), self.get_period(instance),
+                             self.get_granularity(instance))
+
     def _mean(self, instance, metric):
         """Mean of ``metric`` of ``instance`` over the period, or None."""
         gnocchi = getattr(self.datasource_backend, 'gnocchi', None)
@@ -114,8 +147,7 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
             LOG.warning('The %s datasource is not supported: Gnocchi only',
                         self.datasource_backend.NAME)
             return None
-        stop = timeutils.utcnow()
-        start = stop - datetime.timedelta(seconds=self.get_period(instance))
+        start, stop = self._window(instance)
         kwargs = dict(metric=metric, resource_id=instance.uuid, start=start,
                       stop=stop, granularity=self.get_granularity(instance),
                       aggregation='mean')
@@ -126,36 +158,100 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
         except Exception as e:
             # No such metric or resource, or a granularity the archive
             # policy does not keep: no measure.
+            self._last_error = '%s of %s: %s' % (metric, instance.uuid, e)
             LOG.warning('No %s of %s: %s', metric, instance.uuid, e)
             return None
         values = [p[2] for p in points or ()]
-        return sum(values) / len(values) if values else None
+        if not values:
+            self._last_error = '%s of %s: no point in the window' % (
+                metric, instance.uuid)
+            LOG.warning('No %s of %s from %s to %s at %s s', metric,
+                        instance.uuid, start, stop,
+                        self.get_granularity(instance))
+            return None
+        return sum(values) / len(values)
+
+    def _flavor_specs(self, instances):
+        """{uuid: flavor extra specs} of ``instances``.
+
+        From Watcher's model where it has them, else from Nova's servers
+        (one listing for the whole audit).
+        """
+        specs = {inst.uuid: getattr(inst, 'flavor_extra_specs', None) or {}
+                 for inst in instances}
+        if not instances or any(specs.values()):
+            # Extended attributes on: a flavor without extra specs has
+            # none to read.
+            return specs
+        try:
+            servers = self._nova().get_instance_list()
+        except Exception as e:
+            LOG.warning('Cannot read the flavors of the servers from Nova, '
+                        'classes come from watcher-priority metadata '
+                        'only: %s', e)
+            return specs
+        missing = 0
+        for server in servers:
+            if server.uuid not in specs:
+                continue
+            flavor = server.flavor or {}
+            if 'extra_specs' not in flavor:
+                missing += 1
+            specs[server.uuid] = flavor.get('extra_specs') or {}
+        if missing:
+            LOG.warning('Nova returned %d servers without their flavor\'s '
+                        'extra specs: [nova] api_version must be 2.47 or '
+                        'later for hw:rdt_priority to be read', missing)
+        return specs
+
+    def _nova(self):
+        return nova_helper.NovaHelper(osc=self.osc)
 
     def _instances(self):
         level_metric = self.input_parameters.get('level_metric', LIMIT)
-        seen = []
+        active = []
         for node in self.compute_model.get_all_compute_nodes().values():
             for inst in self.compute_model.get_node_instances(node):
-                if inst.state != element.InstanceState.ACTIVE.value:
-                    continue
-                priority = relief.priority_of(
-                    getattr(inst, 'flavor_extra_specs', None),
-                    inst.metadata)
-                bandwidth = level = None
-                if priority != relief.NORMAL:
-                    bandwidth = self._mean(inst, BANDWIDTH)
-                    if level_metric and priority == relief.LOW:
-                        level = self._mean(inst, level_metric)
-                LOG.info('%s on %s: %s, %s B/s, level %s', inst.name,
-                         node.hostname, priority, bandwidth, level)
-                seen.append((relief.Instance(
-                    inst.uuid, inst.name, node.hostname, priority, bandwidth,
-                    level), inst, node))
+                if inst.state == element.InstanceState.ACTIVE.value:
+                    active.append((inst, node))
+        specs = self._flavor_specs([inst for inst, _ in active])
+        seen = []
+        for inst, node in active:
+            priority = relief.priority_of(specs.get(inst.uuid),
+                                          inst.metadata)
+            bandwidth = level = None
+            if priority != relief.NORMAL:
+                bandwidth = self._mean(inst, BANDWIDTH)
+                if level_metric and priority == relief.LOW:
+                    level = self._mean(inst, level_metric)
+            LOG.info('%s on %s: %s, %s B/s, level %s', inst.name,
+                     node.hostname, priority, bandwidth, level)
+            seen.append((relief.Instance(
+                inst.uuid, inst.name, node.hostname, priority, bandwidth,
+                level), inst, node))
         return seen
+
+    def _check_measured(self, seen):
+        """Raise NoMeasure when no classed instance has a measure."""
+        classed = [(one, inst) for one, inst, _ in seen
+                   if one.priority != relief.NORMAL]
+        if not classed or any(one.bandwidth is not None
+                              for one, _ in classed):
+            return
+        start, stop = self._window(classed[0][1])
+        granularity = self.get_granularity(classed[0][1])
+        raise NoMeasure(
+            metric=BANDWIDTH, count=len(classed),
+            names=', '.join(sorted(one.name for one, _ in classed)),
+            start=start.isoformat(), stop=stop.isoformat(),
+            needs=meters.needs(BANDWIDTH, self.get_period(classed[0][1]),
+                               granularity),
+            error=getattr(self, '_last_error', None))
 
     def do_execute(self, audit=None):
         params = self.input_parameters
         seen = self._instances()
+        self._check_measured(seen)
         by_uuid = {one.uuid: (inst, node) for one, inst, node in seen}
         nodes = list(self.compute_model.get_all_compute_nodes().values())
 

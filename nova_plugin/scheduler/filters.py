@@ -40,7 +40,9 @@ hosts available.") tells the user nothing, and "every host is full" and
 host, as Nova's does not; the same counts are logged at INFO, and the
 scheduler's debug log has each host's reason. A multi-create request keeps
 Nova's reason, because Nova gives back the Placement allocations of the
-request's instances already placed only when it raises NoValidHost itself.
+request's instances already placed only when it raises NoValidHost itself
+(a later move of one of its instances schedules that instance alone, and
+gets the RDT reason).
 Counting costs nothing per host: only when no host passed are the hosts'
 verdicts, cached by then, looked up again and counted.
 """
@@ -55,6 +57,7 @@ from oslo_log import log as logging
 
 from nova_plugin.scheduler import state
 from rdt_virt.policy import extra_specs
+from rdt_virt.policy import placement
 
 LOG = logging.getLogger(__name__)
 
@@ -65,9 +68,28 @@ def _asked(request):
                      if k in extra_specs.BY_KEY)
 
 
+def is_move(spec_obj):
+    """True if ``spec_obj`` moves an existing instance.
+
+    Nova's conductor restricts every move (cold and live migration,
+    resize, evacuation, unshelve) to the instance's cell by setting
+    ``requested_destination.cell``; a boot never sets it.
+    """
+    dest = (spec_obj.requested_destination
+            if spec_obj.obj_attr_is_set('requested_destination') else None)
+    return dest is not None and dest.obj_attr_is_set('cell')
+
+
 def _no_valid_host(spec_obj, hosts, reason):
-    """NoValidHost naming RDT, for a single-instance request; else None."""
-    if not hosts or (getattr(spec_obj, 'num_instances', 1) or 1) > 1:
+    """NoValidHost naming RDT, for a single-instance request; else None.
+
+    A move schedules its one instance, although its RequestSpec keeps the
+    ``num_instances`` of the multi-create request that booted it.
+    """
+    if not hosts:
+        return None
+    if ((getattr(spec_obj, 'num_instances', 1) or 1) > 1 and
+            not is_move(spec_obj)):
         return None
     return exception.NoValidHost(reason='RDTFilter: %s.' % reason)
 
@@ -78,6 +100,37 @@ def summary(verdicts):
     return '; '.join('%d host%s: %s' % (n, '' if n == 1 else 's', cause)
                      for cause, n in sorted(counts.items(),
                                             key=lambda kv: (-kv[1], kv[0])))
+
+
+def _note_placement_shortfall(request, spec_obj, passed):
+    """Log at INFO a multi-create request Placement cannot hold whole.
+
+    Its CLOSIDs are Placement's to count: the filter passes the hosts, and
+    Nova fails the request with "There are not enough hosts available."
+    when Placement refuses an instance's allocation (a WARNING of
+    Placement's 409 from nova-scheduler's report client). This line says
+    it in RDT's terms, from the free CLOSIDs the passing hosts reported.
+    """
+    count = getattr(spec_obj, 'num_instances', 1) or 1
+    if count < 2:
+        return
+    each = state.placement_closids(
+        getattr(request.flavor, 'extra_specs', None) or {})
+    free = 0
+    for host_state in passed:
+        rdt = state.host_view(host_state).rdt
+        free += rdt.capacity.free_closids if rdt is not None else 0
+    if free >= count * each:
+        return
+    LOG.info('Instance %(uuid)s: %(count)d instances request '
+             '%(rc)s=%(each)d each, and the %(hosts)d host(s) that pass '
+             'RDTFilter report %(free)d free CLOSID(s): Placement will refuse '
+             'the allocations beyond them and Nova fail the request with '
+             '"There are not enough hosts available."',
+             {'uuid': spec_obj.instance_uuid
+              if spec_obj.obj_attr_is_set('instance_uuid') else '-',
+              'count': count, 'rc': placement.RESOURCE_CLASS,
+              'each': each, 'hosts': len(passed), 'free': free})
 
 
 class RDTFilter(filters.BaseHostFilter):
@@ -114,6 +167,9 @@ class RDTFilter(filters.BaseHostFilter):
             elif debug:
                 LOG.debug('%(host)s fails RDTFilter: %(reason)s',
                           {'host': host_state, 'reason': reason})
+        if passed and request.placement and not request.noted:
+            request.noted = True
+            _note_placement_shortfall(request, spec_obj, passed)
         if not passed and filter_obj_list:
             # Every host refused: their verdicts again, from the cache
             # (the loop above stays as cheap per host as it was).

@@ -24,7 +24,8 @@ not parse anything there:
   (:func:`host_view`), cached on the HostState itself. The cache is keyed on
   the identity of ``HostState.stats`` first; because
   ``HostState.update()`` replaces that dict with a freshly loaded copy on
-  every scheduling request, an equal raw string keeps the decoded state too.
+  every scheduling request, an equal raw string of the same report
+  (``hoststats.REPORT_KEY``) keeps the decoded state too.
 * **Fit**: :func:`~rdt_virt.policy.fit.fit` depends only on the policy and
   on the host's capabilities, strategy and monitoring default, which hosts
   of the same hardware share. Plans are cached per policy and per distinct
@@ -42,7 +43,13 @@ the compute host, at the cost of a few dictionary lookups per host.
   So the instances of a multi-create request, and of requests scheduled one
   after the other, do not all get the same last CLOSID. When the count
   goes down (placements undone by a request that failed, instances
-  deleted), the estimate goes back to the host's last report. (A plain
+  deleted), the estimate goes back to the host's last report, which the
+  compute host refreshes whenever an instance leaves it
+  (:mod:`nova_plugin.virt.report`): the capacity a deleted instance held
+  is free for the next request, not only after the next periodic
+  report. (An instance placed but not yet claimed on its host when that
+  refresh was taken is missing from it: the race for the last CLOSID
+  described in :mod:`nova_plugin.scheduler.filters`.) (A plain
   instance that lands right after an RDT request passed a host makes the
   estimate pessimistic until the next report.)
 """
@@ -82,7 +89,8 @@ _MAX_HOSTS = 100000
 class RequestView(object):
     """The RDT policy of one RequestSpec, parsed once."""
 
-    __slots__ = ('spec', 'flavor', 'policy', 'error', 'placement', 'fits')
+    __slots__ = ('spec', 'flavor', 'policy', 'error', 'placement', 'fits',
+                 'noted')
 
     def __init__(self, spec, flavor, policy, error, in_placement=False):
         self.spec = spec
@@ -99,6 +107,9 @@ class RequestView(object):
         # by every request with the same policy.
         self.fits = (_fits_for((policy, in_placement)) if policy is not None
                      and error is None else None)
+        # True once the filter logged what Placement will refuse of this
+        # multi-create request (once per request, not per instance).
+        self.noted = False
 
     @property
     def active(self):
@@ -138,7 +149,7 @@ def request_view(spec_obj):
         if (parsed.wants_cache or parsed.wants_mem_bw or parsed.monitor or
                 parsed.classed):
             policy = parsed
-            in_placement = _placement_closids(specs) > 0
+            in_placement = placement_closids(specs) > 0
     except exception.InvalidExtraSpec as e:
         # The API validates one key at a time; conflicting keys get here.
         policy, error = extra_specs.EMPTY, e.message
@@ -149,7 +160,7 @@ def request_view(spec_obj):
     return view
 
 
-def _placement_closids(specs):
+def placement_closids(specs):
     try:
         return placement.requested_closids(specs) or 0
     except ValueError:
@@ -194,12 +205,15 @@ class Verdict(object):
 class HostView(object):
     """The decoded RDT state of one HostState."""
 
-    __slots__ = ('stats', 'raw', 'rdt', 'caps_id', 'verdicts', 'seen',
-                 'pending')
+    __slots__ = ('stats', 'raw', 'report', 'rdt', 'caps_id', 'verdicts',
+                 'seen', 'pending')
 
-    def __init__(self, stats, raw):
+    def __init__(self, stats, raw, report=None):
         self.stats = stats
         self.raw = raw
+        # The report's name (hoststats.REPORT_KEY): a later report equal
+        # in content is a new report, counted afresh.
+        self.report = report
         # HostRDT, or None for a host without rdt-virt's driver.
         self.rdt = hoststats.decode({hoststats.KEY: raw}) if raw else None
         self.caps_id = _caps_id(self.rdt) if self.rdt else None
@@ -289,14 +303,15 @@ def host_view(host_state):
     if view is not None and view.stats is stats:
         return view
     raw = stats.get(hoststats.KEY) if stats else None
+    report = stats.get(hoststats.REPORT_KEY) if stats else None
     key = (host_state.host, host_state.nodename)
     if view is None:
         view = _views.get(key)
-    if view is not None and view.raw == raw:
+    if view is not None and view.raw == raw and view.report == report:
         view.stats = stats
         setattr(host_state, HOST_ATTR, view)
         return view
-    view = HostView(stats, raw)
+    view = HostView(stats, raw, report)
     setattr(host_state, HOST_ATTR, view)
     if len(_views) >= _MAX_HOSTS:
         _views.clear()

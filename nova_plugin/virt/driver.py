@@ -58,6 +58,7 @@ from nova_plugin.virt import config as guest_config
 from nova_plugin.virt import host as host_mod
 from nova_plugin.virt import lifecycle
 from nova_plugin.virt import placement as placement_mod
+from nova_plugin.virt import report as report_mod
 from rdt_virt import conf as rdt_conf
 from rdt_virt import exception
 from rdt_virt.libvirt import capabilities as libvirt_caps
@@ -217,10 +218,16 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                         'resctrl groups: %s', e)
             return {}
 
-    def rdt_host(self):
-        """The :class:`~rdt_virt.policy.hoststats.HostRDT` to report."""
+    def rdt_host(self, reconcile=True):
+        """The :class:`~rdt_virt.policy.hoststats.HostRDT` to report.
+
+        :param reconcile: False to count the claims as they are, without
+            looking for instances that left without cleanup() (the
+            periodic report does that).
+        """
         with lockutils.lock(LOCK):
-            self._rdt_reconcile()
+            if reconcile:
+                self._rdt_reconcile()
             state = self._rdt_state(refresh=True)
             capacity = self._rdt_available(state)
             # Every instance held here, stopped ones too: they come back
@@ -451,6 +458,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                         self._rdt_pending[instance.uuid] = pending
                 if instance.uuid not in self._rdt_recreating:
                     self._rdt_release(instance)
+                    self._rdt_publish()
 
     def migrate_disk_and_power_off(self, context, instance, dest, flavor,
                                    *args, **kwargs):
@@ -486,6 +494,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 self._rdt_claims.release_previous(instance.uuid)
             else:
                 self._rdt_release(instance)
+            self._rdt_publish()
 
     def finish_revert_migration(self, context, instance, *args, **kwargs):
         # A same-host revert: the new flavor's claim went with destroy().
@@ -632,6 +641,7 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 context, instance, network_info)
         finally:
             self._rdt_release(instance)
+            self._rdt_publish()
 
     def _rdt_unbusy(self, uuid):
         with self._rdt_sets_lock:
@@ -813,10 +823,25 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     # Reporting -----------------------------------------------------------
 
+    def _rdt_publish(self):
+        """Refresh the reported RDT stat now: an instance left or gave back.
+
+        Whether or not the instance held anything: the scheduler goes back
+        to the last report when a host's instance count goes down, so that
+        report must count every claim made since the periodic one.
+        """
+        try:
+            report_mod.publish(self.virtapi, self._host.get_hostname(),
+                               self.rdt_host(reconcile=False))
+        except Exception as e:
+            # The periodic report still comes; a deletion must not fail.
+            LOG.warning('Cannot refresh the RDT stat after an instance '
+                        'left: %s', e)
+
     def get_available_resource(self, nodename):
         data = super().get_available_resource(nodename)
         stats = data.setdefault('stats', {})
-        stats.update(hoststats.encode(self.rdt_host()))
+        stats.update(report_mod.stats_of(self.rdt_host()))
         return data
 
     def update_provider_tree(self, provider_tree, nodename,

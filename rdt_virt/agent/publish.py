@@ -23,6 +23,9 @@ must ignore what they do not know):
   instances with values in this sample);
 * per instance, ``domain`` (libvirt name) and ``counters`` (the group whose
   RMID counts it);
+* per instance, ``level`` is the controller's level in force in the
+  instance's ``group``; ``level_next`` (only while it differs) the level
+  the controller decided at this sample, which the next tick applies;
 * ``host.bandwidth_ceiling_bps``: the most the host's memory can move; no
   rate is published above it, and ``host.counter_resets`` counts the
   readings dropped because a counter jumped above it (a hardware reset).
@@ -43,7 +46,7 @@ def _round(value):
 def build(time, interval, instances, placements, rates, rotation=None,
           rmids_total=0, rmids_used=0, closids_total=0, closids_used=0,
           mon_budget=0, extra=None, energy=None, levels=None,
-          limits=None):
+          limits=None, pending=None):
     """The state document for one sample.
 
     :param time: wall-clock time of the sample (epoch seconds).
@@ -55,7 +58,11 @@ def build(time, interval, instances, placements, rates, rotation=None,
     :param extra: more ``host`` fields.
     :param energy: ``{uuid: Energy}`` on hosts with package telemetry,
         else None.
-    :param levels: ``{uuid: level}`` the bandwidth controller holds.
+    :param levels: ``{uuid: level}`` the bandwidth controller holds in
+        force in the group of each placement.
+    :param pending: ``{uuid: level}`` the controller decided; where it
+        differs from the level in force (the next tick applies it), the
+        instance's ``level_next``.
     :param limits: ``{uuid: value}`` the MBA value in force for each
         low-priority instance: its level, else its static cap, else the
         host's maximum.
@@ -89,6 +96,9 @@ def build(time, interval, instances, placements, rates, rotation=None,
             'llc_occupancy_bytes': rate.llc_occupancy_bytes,
             'reason': rate.reason,
         }
+        if pending is not None and (
+                pending.get(uuid) != docs[uuid]['level']):
+            docs[uuid]['level_next'] = pending.get(uuid)
         if energy is not None:
             figures = energy.get(uuid)
             docs[uuid].update(

@@ -143,8 +143,8 @@ class Sampling(object):
         """Read counters, compute rates, publish; returns the document.
 
         :param control: called with the rates before they are published;
-            returns the bandwidth controller's ``(levels, host part,
-            limits)``.
+            returns the bandwidth controller's ``(levels in force, host
+            part, limits, levels decided)``.
         """
         mon = self.monitoring
         rates = {}
@@ -175,8 +175,8 @@ class Sampling(object):
         self.energy_tracker.forget(set(energy or ()))
         self.rates = rates
         self.energy = energy or {}
-        levels, controller, limits = control(rates) if control else (
-            {}, None, {})
+        levels, controller, limits, pending = control(rates) if control \
+            else ({}, None, {}, None)
         doc = publish.build(
             self.wall(), self.conf.rdt_agent.sample_interval, instances,
             placements, rates, mon.rotation,
@@ -185,7 +185,7 @@ class Sampling(object):
             closids_total=caps.num_closids if caps else 0,
             closids_used=mon.closids_used, mon_budget=mon.budget or 0,
             extra=self._host_extra(controller), energy=energy,
-            levels=levels, limits=limits)
+            levels=levels, limits=limits, pending=pending)
         try:
             state.write(self.conf.rdt.state_file, doc)
         except OSError as e:

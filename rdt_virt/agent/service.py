@@ -113,6 +113,10 @@ class Agent(object):
         self.instances = {}
         self.threads = {}
         self.placements = {}
+        # {uuid: level} the placements were planned with: the level in
+        # force in the group each placement names. The controller's newer
+        # decisions wait for the next tick.
+        self.levels_in_force = {}
         self.blocked = {}            # name -> (reason, until)
         self._next_connect = 0.0
         self._warned = set()
@@ -310,6 +314,7 @@ class Agent(object):
             self.procfs.forget(uuid)
         threads = self._threads(instances)
         planned = self._controlled(instances)
+        levels = dict(self.protection.levels)
         now = self.clock()
         with self.resctrl.lock():
             snap = self._read_or_warn(instances=instances)
@@ -358,6 +363,8 @@ class Agent(object):
         self.instances = instances
         self.threads = threads
         self.placements = result.placements
+        self.levels_in_force = {u: lv for u, lv in levels.items()
+                                if u in instances}
         stats.actions = len(result.actions)
         stats.writes = outcome.writes
         return self._done(stats, cpu0, start)
@@ -387,6 +394,7 @@ class Agent(object):
             return stats
         now = self.clock()
         planned = self._controlled({uuid: inst})
+        level = self.protection.levels.get(uuid)
         scope = reconcile.groups_of(planned[uuid], self.caps, self.settings)
         before = self.placements.get(uuid)
         if before is not None and before.group is not None:
@@ -418,6 +426,9 @@ class Agent(object):
         self.instances[uuid] = inst
         self.threads[uuid] = threads[uuid]
         self.placements[uuid] = result.placements[uuid]
+        self.levels_in_force.pop(uuid, None)
+        if level is not None:
+            self.levels_in_force[uuid] = level
         self._placed_at[uuid] = start
         stats.actions = len(result.actions)
         stats.writes = outcome.writes
@@ -447,6 +458,7 @@ class Agent(object):
         inst = self.instances.pop(uuid, None)
         self.threads.pop(uuid, None)
         self.placements.pop(uuid, None)
+        self.levels_in_force.pop(uuid, None)
         if inst is None or self.caps is None:
             self.request_full(CLEANUP_DELAY)
             return
@@ -527,8 +539,10 @@ class Agent(object):
         if changes:
             # Put the new levels in force now, not at the next tick.
             self.request_full()
-        return (self.protection.levels, self.protection.host_doc(),
-                self.protection.limits)
+        # Published beside the placements of the last tick: the level in
+        # force in the group shown, and the decision still to be applied.
+        return (self.levels_in_force, self.protection.host_doc(),
+                self.protection.limits, self.protection.levels)
 
     def _runnable(self):
         """The high instances' vCPU run and wait times, for their demand."""

@@ -38,7 +38,10 @@ Document (JSON)::
              "mbm_local_bps": 9.0e7,
              "llc_occupancy_bytes": 3.0e6,
              "priority": "low",           # hw:rdt_priority
-             "level": 50,                 # controller's level, null: none
+             "level": 50,                 # controller's level in force in
+                                          # "group", null: none
+             "level_next": 10,            # decided, applied at the next
+                                          # tick (only while it differs)
              "mb_limit": 50,              # MBA value in force (low only)
              "reason": null}}}          # why values are null, if they are
 
@@ -79,7 +82,7 @@ _NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
             'rmids_total', 'rmids_used', 'closids_total', 'closids_used',
             'mon_budget', 'monitored', 'instances', 'coverage',
             'mon_coverage', 'power_watts', 'energy_joules', 'activity_fps',
-            'level', 'mb_limit')
+            'level', 'level_next', 'mb_limit')
 _TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason',
           'priority')
 

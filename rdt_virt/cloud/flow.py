@@ -29,6 +29,8 @@ import urllib.request
 from rdt_virt.agent import state as state_mod
 from rdt_virt.cloud import flow_watcher
 from rdt_virt.cloud import services
+from rdt_virt.policy import extra_specs as es
+from rdt_virt.policy import placement
 from rdt_virt.sandbox import guest
 
 NOISY = 7
@@ -37,6 +39,30 @@ LOW = 3
 #: Priority flavors: no static cap, no CLOSID of their own (a low server's
 #: bandwidth is the agent's shared groups', a high one has no group).
 PRIORITY_FLAVORS = (('rdt.high', 'high'), ('rdt.low', 'low'))
+#: The flavors of the servers the flow boots first: what an operator is
+#: advised to make (admin/placement), with the Placement keys
+#: ``rdt-virt flavor-audit`` asks for, from :func:`advised`.
+FLAVORS = (('rdt.protected', {'hw:cache_l3': '2048'}),
+           ('rdt.noisy', {'hw:mem_bw': '10'}),
+           ('rdt.protected4m', {'hw:cache_l3': '4096'}))
+
+
+def advised(specs):
+    """``specs`` with the Placement keys its RDT policy needs.
+
+    Its CLOSID, if it takes one, and the trait of every feature it needs:
+    Placement then counts CLOSIDs atomically and offers only hosts that
+    have the features.
+    """
+    return dict(specs, **placement.expected(es.from_extra_specs(specs)))
+
+
+def properties(specs):
+    """``openstack flavor create`` arguments for ``specs``."""
+    args = []
+    for key, value in sorted(specs.items()):
+        args += ['--property', '%s=%s' % (key, value)]
+    return args
 
 
 class FlowError(Exception):
@@ -121,6 +147,8 @@ class Flow(object):
                   self.priority_boot)
         self.step('The controller throttles the low servers',
                   self.priority_throttled)
+        self.step('Watcher reads the classes from the flavors',
+                  self.watcher_classes)
         self.step('Pause the high server: the controller releases',
                   self.priority_released)
 
@@ -132,14 +160,12 @@ class Flow(object):
 
     def flavors_and_images(self):
         # Each flavor asks Placement for the CLOSID its instance's group
-        # takes, so that Placement counts them atomically (admin/placement).
-        closid = ('--property', 'resources:CUSTOM_RDT_CLOSID=1')
-        self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
-                '--property', 'hw:cache_l3=2048', *closid, 'rdt.protected')
-        self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
-                '--property', 'hw:mem_bw=10', *closid, 'rdt.noisy')
-        self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
-                '--property', 'hw:cache_l3=4096', *closid, 'rdt.protected4m')
+        # takes, so that Placement counts them atomically, and for the
+        # traits of the features it needs (admin/placement): the flavors
+        # rdt-virt flavor-audit finds nothing to change in.
+        for name, specs in FLAVORS:
+            self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk',
+                    1, *properties(advised(specs)), name)
         # burn: the noisy guests' memory traffic; work: a guest that prints
         # a dot per 256 KiB it writes to its console; idle: for rebuilds.
         for program in ('burn', 'work', 'idle'):
@@ -645,6 +671,13 @@ class Flow(object):
     def watcher_loop(self):
         flow_watcher.loop(self, self.WATCHER_THRESHOLD)
 
+    def watcher_classes(self):
+        names = ['high'] + self._low_names()
+        flow_watcher.classes(
+            self, names, dict({'high': 'high'}, **{
+                n: 'low' for n in self._low_names()}),
+            self.CONTROLLED, self.WATCHER_THRESHOLD)
+
     def delete_all(self):
         servers = self.os('server', 'list', parse=True, show=False)
         uuids = {s['ID'] for s in servers}
@@ -701,7 +734,8 @@ class Flow(object):
     def priority_boot(self):
         for name, priority in PRIORITY_FLAVORS:
             self.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk',
-                    1, '--property', 'hw:rdt_priority=' + priority, name)
+                    1, *properties(advised({'hw:rdt_priority': priority})),
+                    name)
         rc, text = self.os('--os-compute-api-version', '2.86', 'flavor',
                            'set', '--property', 'hw:rdt_priority=urgent',
                            'rdt.low', check=False)

@@ -266,12 +266,20 @@ def _num(value, scale, fmt='%.1f'):
     return '-' if value is None else fmt % (value / scale)
 
 
-def _level(level, unit):
-    """The controller's level: '-' while it holds nothing back."""
-    if not isinstance(level, (int, float)) or isinstance(level, bool):
-        return '-'
-    return '%d%s' % (level, '%' if unit == 'percent' else
-                     ' %s' % _cell(unit or ''))
+def _level(level, unit, following=...):
+    """The controller's level in force in the group shown.
+
+    '-' while it holds nothing back; ``>N`` after it when the controller
+    decided another level that the agent's next tick applies.
+    """
+    def one(value):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return '-'
+        return '%d%s' % (value, '%' if unit == 'percent' else
+                         ' %s' % _cell(unit or ''))
+    if following is ...:
+        return one(level)
+    return '%s>%s' % (one(level), one(following))
 
 
 def top_table(doc):
@@ -323,7 +331,7 @@ def top_table(doc):
             inst.get('group') or '/',
             _policy(inst.get('policy')),
             _cell(inst.get('priority') or 'normal'),
-            _level(inst.get('level'), unit),
+            _level(inst.get('level'), unit, inst.get('level_next', ...)),
             _num(inst.get('llc_occupancy_bytes'), 1024.0, '%.0f'),
             _num(inst.get('mbm_local_bps'), 1e6),
             _num(inst.get('mbm_total_bps'), 1e6),

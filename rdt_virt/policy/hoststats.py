@@ -37,6 +37,11 @@ from rdt_virt.resctrl import info
 
 KEY = 'rdt_virt'
 VERSION = 1
+# Compute node stat naming the report the ``rdt_virt`` stat comes from (a
+# time in ns): two reports of equal content are still two reports, and
+# the scheduler must not take the second for the first
+# (nova_plugin.scheduler.state).
+REPORT_KEY = 'rdt_virt_report'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,8 @@ are given per instance, as its client returns them ([time, granularity,
 value] points).
 """
 
+import datetime
+
 import testtools
 
 from tests import base
@@ -27,7 +29,10 @@ try:
     from watcher.decision_engine.model import element
     from watcher.decision_engine.model import model_root
     from watcher.decision_engine.solution import default as solution_mod
+    from watcher.decision_engine.strategy.strategies import base as \
+        strategy_base
 
+    from watcher_plugin import meters
     from watcher_plugin import strategy
 except ImportError:
     strategy = None
@@ -55,6 +60,24 @@ class Datasource(object):
     def __init__(self, points):
         self.gnocchi = type('Client', (), {})()
         self.gnocchi.metric = Measures(points)
+
+
+class Server(object):
+    def __init__(self, uuid, extra_specs):
+        self.uuid = uuid
+        self.flavor = {'original_name': 'f', 'extra_specs': extra_specs}
+
+
+class Nova(object):
+    """NovaHelper's server listing, with each server's embedded flavor."""
+
+    def __init__(self, specs):
+        self.specs = specs
+        self.calls = 0
+
+    def get_instance_list(self):
+        self.calls += 1
+        return [Server(uuid, specs) for uuid, specs in self.specs.items()]
 
 
 @testtools.skipIf(strategy is None, 'python-watcher is not installed')
@@ -87,12 +110,13 @@ class TestStrategy(base.TestCase):
             model.map_instance(inst, node1)
         return model
 
-    def run_strategy(self, model, points, **params):
+    def run_strategy(self, model, points, nova=None, **params):
         self.datasource = Datasource(points)
         s = strategy.RDTNoisyNeighbor(config=watcher_utils.Struct(
             datasources=None))
         s._compute_model = model
         s._datasource_backend = self.datasource
+        s._nova = lambda: nova
         s.solution = solution_mod.DefaultSolution(goal=s.goal, strategy=s)
         s.input_parameters = watcher_utils.Struct(dict(dict(
             period=600.0, granularity=300.0, bandwidth_threshold=GB,
@@ -118,8 +142,11 @@ class TestStrategy(base.TestCase):
         self.assertEqual({'protected', 'low-1', 'low-2'},
                          {c[1] for c in calls})
         self.assertEqual(300.0, calls[0][2]['granularity'])
-        self.assertEqual(600, (calls[0][2]['stop'] -
-                               calls[0][2]['start']).total_seconds())
+        # From the start of the 300 s interval that holds "600 s ago":
+        # Gnocchi stamps a point with the start of its interval.
+        start, stop = calls[0][2]['start'], calls[0][2]['stop']
+        self.assertEqual(0, start.timestamp() % 300)
+        self.assertTrue(600 <= (stop - start).total_seconds() < 900)
 
     def test_levels_above_the_floor_leave_it_to_the_host(self):
         points = self.points(protected=GB,
@@ -147,3 +174,63 @@ class TestStrategy(base.TestCase):
         self.assertEqual([], self.run_strategy(
             self.model(room=False), self.points(
                 protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB})))
+
+    def flavor_only_model(self):
+        """Classes only in the flavors, which Watcher's model lacks.
+
+        As Watcher builds its model without [compute_model]
+        enable_extended_attributes: every flavor_extra_specs is empty.
+        """
+        model = self.model()
+        for inst in model.get_all_instances().values():
+            inst.flavor_extra_specs = {}
+            inst.metadata = {}
+        return model
+
+    FLAVORS = {'protected': {'hw:rdt_priority': 'high'},
+               'low-1': {'hw:rdt_priority': 'low', 'hw:mem_bw': '20'},
+               'low-2': {'hw:rdt_priority': 'low'},
+               'normal': {}, 'blocker': {}}
+
+    def test_class_from_the_flavor_alone(self):
+        nova = Nova(self.FLAVORS)
+        actions = self.run_strategy(
+            self.flavor_only_model(), self.points(
+                protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}),
+            nova=nova)
+        self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
+                                     for a in actions])
+        self.assertEqual(1, nova.calls)
+        self.assertEqual({'protected', 'low-1', 'low-2'},
+                         {c[1] for c in self.datasource.gnocchi.metric.calls})
+
+    def test_no_measure_at_all_fails_the_audit(self):
+        e = self.assertRaises(
+            strategy.NoMeasure, self.run_strategy,
+            self.flavor_only_model(), {}, nova=Nova(self.FLAVORS))
+        message = str(e)
+        self.assertIn('no memory.bandwidth.total measure of any of 3 high '
+                      'or low instances (low-1, low-2, protected)', message)
+        self.assertIn('granularity of 300 s in its Gnocchi archive policy',
+                      message)
+        self.assertIn('Metric memory.bandwidth.total not found', message)
+
+    def test_window_never_shorter_than_a_point(self):
+        now = datetime.datetime(2026, 1, 1, 0, 7, 30)
+        # 60 s reads as 300 s: one whole point at least.
+        self.assertEqual((datetime.datetime(2026, 1, 1, 0, 0), now),
+                         meters.window(now, 60, 300))
+        # From the start of the point that holds the window's first second.
+        self.assertEqual((datetime.datetime(2025, 12, 31, 23, 50), now),
+                         meters.window(now, 900, 300))
+
+    def test_strategy_state_lists_its_own_meters(self):
+        helper = type('Helper', (), {
+            'gnocchi': None,
+            'list_metrics': lambda self: {'memory.bandwidth.total', 'cpu'},
+            'check_availability': lambda self: 'available'})()
+        state = strategy_base.StrategyEndpoint(None)._collect_metrics(
+            strategy.RDTNoisyNeighbor, meters.Meters(helper))
+        self.assertEqual([{'memory.bandwidth.total': 'available'},
+                          {'memory.bandwidth.limit': 'not available'}],
+                         state['state'])

@@ -77,6 +77,29 @@ class ControllerCase(base.AgentTestCase):
 
 class TestController(ControllerCase):
 
+    def test_level_published_with_the_group_it_is_in_force_in(self):
+        # The controller decides at a sample and the next tick moves the
+        # threads: every document in between shows the level of the
+        # group it names, and the decision as level_next.
+        self.boot_classed('high')
+        low = self.boot_classed('low')
+        self.agent.tick()
+        deadline = time.monotonic() + TIMEOUT
+        seen_next = False
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            inst = self.agent.sample()['instances'][low]
+            level = inst['level']
+            self.assertEqual(P + 'mb%d' % level if level else None,
+                             inst['group'], inst)
+            seen_next = seen_next or 'level_next' in inst
+            if self.agent.full_requested:
+                self.agent.tick()
+            if level == 10:
+                break
+        self.assertEqual(10, level)
+        self.assertTrue(seen_next)
+
     def test_throttle_restart_release(self):
         high = self.boot_classed('high')
         lows = [self.boot_classed('low'),

@@ -18,6 +18,7 @@ memory bandwidth through rdt-virt-agent's state file.
 """
 
 import json
+import os
 import time
 
 from nova import context as nova_context
@@ -202,6 +203,20 @@ class RDTCapacityTest(base.RDTServersTestBase):
                       server['fault']['message'])
         self.assertIn('no free CLOSID',
                       self.create_error_reasons(server)[0])
+        # The failed build left the host, which reported what it has: the
+        # scheduler refuses the next boot itself.
+        server = self.boot(flavor, expected_state='ERROR')
+        self.assertIn('RDTFilter: no host can take hw:mem_bw=10: 1 host: '
+                      'no free CLOSID', server['fault']['message'])
+        # Stale again: the other user gives its CLOSID back, the host
+        # reports it, and takes it once more.
+        other = sorted(n for n in os.listdir(self.roots['only'])
+                       if n.startswith('other-'))[-1]
+        os.rmdir(os.path.join(self.roots['only'], other, 'mon_groups'))
+        os.remove(os.path.join(self.roots['only'], other, 'schemata'))
+        os.rmdir(os.path.join(self.roots['only'], other))
+        self._run_periodics()
+        base.add_groups(self.roots['only'], 1)
         # Without rescheduling, the reason is the instance's fault.
         self.flags(max_attempts=1, group='scheduler')
         server = self.boot(flavor, expected_state='ERROR')

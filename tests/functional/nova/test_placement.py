@@ -113,6 +113,12 @@ class RDTPlacementTest(PlacementTestBase):
             self.assertIn('No valid host', server['fault']['message'])
         self.assertEqual({}, self.claims('one'))
         self.assertEqual(0, self.closids('one')[1])
+        # Nova's fault does not say why; nova-scheduler's INFO line does.
+        self.assertIn(
+            ': 2 instances request CUSTOM_RDT_CLOSID=1 each, and the 1 '
+            'host(s) that pass RDTFilter report 1 free CLOSID(s): Placement '
+            'will refuse the allocations beyond them',
+            self.stdlog.logger.output)
 
         self.boot(flavor)
         # No report has run since: the compute node stats still show one

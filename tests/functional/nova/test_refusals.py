@@ -91,3 +91,60 @@ class RefusedMoveTest(base.RDTServersTestBase):
         self.assertEqual('No valid host was found. ' + REASON,
                          event.get('details'))
         self._wait_for_state_change(self.server, 'SHELVED_OFFLOADED')
+
+
+class RefusedMoveOfMultiCreatedServerTest(base.RDTServersTestBase):
+    """A server of a multi-create request, moved alone.
+
+    Its RequestSpec keeps the request's ``num_instances``; the move
+    schedules that one server and must get RDTFilter's reason all the
+    same.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.start_rdt_compute('mba')
+        self.start_rdt_compute('nomba', variant='l3-cat')
+        flavor = self.flavor({'hw:mem_bw': '10'})
+        body = self._build_server(flavor_id=flavor, networks='none')
+        body.update(min_count=2, max_count=2)
+        self.api.post_server({'server': body})
+        servers = [self._wait_for_state_change(s, 'ACTIVE')
+                   for s in self.api.get_servers(detail=True)]
+        self.assertEqual(2, len(servers))
+        self.server = servers[0]
+        self.assertEqual('mba', self.server['OS-EXT-SRV-ATTR:host'])
+
+    def live_migrate_to_nomba(self):
+        """The API's error, if it answered with one."""
+        try:
+            self.admin_api.post_server_action(self.server['id'], {
+                'os-migrateLive': {'host': 'nomba',
+                                   'block_migration': 'auto'}})
+        except client.OpenStackApiException as e:
+            return str(e)
+
+    def test_live_migration_to_a_host_without_mba(self):
+        self.live_migrate_to_nomba()
+        event = self._wait_for_action_fail_completion(
+            self.server, 'live-migration',
+            'conductor_live_migrate_instance')
+        self.assertEqual('No valid host was found. ' + REASON,
+                         event.get('details'))
+        server = self._wait_for_state_change(self.server, 'ACTIVE')
+        self.assertEqual('mba', server['OS-EXT-SRV-ATTR:host'])
+
+    def test_synchronous_live_migration(self):
+        # Before 2.34 the API waits for the conductor, whose event is
+        # conductor_migrate_server (openstackclient's default version).
+        self.admin_api.microversion = '2.30'
+        error = self.live_migrate_to_nomba()
+        # What "openstack server migrate --live-migration" prints.
+        self.assertIn('"code": 400, "message": "No valid host was found. ' +
+                      REASON, error)
+        # Events have their details from 2.84.
+        self.admin_api.microversion = 'latest'
+        event = self._wait_for_action_fail_completion(
+            self.server, 'live-migration', 'conductor_migrate_server')
+        self.assertEqual('No valid host was found. ' + REASON,
+                         event.get('details'))

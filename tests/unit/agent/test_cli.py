@@ -207,6 +207,19 @@ class TestCLI(base.TestCase):
         self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
                           'mem_bw=10', 'low', '30%'], lines[4].split()[:6])
 
+    def test_top_shows_the_level_in_force_then_the_next(self):
+        # Decided at this sample, applied at the next tick: the group
+        # shown still holds 30%.
+        doc = test_pollsters.document(time.time())
+        doc['instances'][test_pollsters.UUID1].update(
+            priority='low', level=30, level_next=10)
+        doc['host']['controller'] = {'unit': 'percent', 'domains': {}}
+        state.write(self.state, doc)
+        code, text = self.run_cli('top', '--once')
+        self.assertEqual(['instance-1', '11111111', 'rdtvirt-mb10',
+                          'mem_bw=10', 'low', '30%>10%'],
+                         text.splitlines()[2].split()[:6])
+
     def test_top_shows_counter_coverage(self):
         doc = test_pollsters.document(time.time())
         doc['host'].update(counter_mode='mbm_event', mbm_counters_total=32,

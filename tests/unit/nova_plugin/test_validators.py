@@ -80,6 +80,22 @@ class TestValidators(base.TestCase):
                             ('hw:rdt_priority', 'low')]:
             self.by_name[name].validate(name, value)
 
+    def test_blanks_around_every_value(self):
+        # admin/extra-specs: every key tolerates surrounding blanks, and
+        # the value means what it means without them.
+        valid = {'hw:mem_bw': '10', 'hw:mem_bw_mbps': '5000',
+                 'hw:cache_l3': '4096', 'hw:cache_l3_code': '1024',
+                 'hw:cache_l3_data': '2048', 'hw:rdt_monitor': 'true',
+                 'hw:rdt_priority': 'low'}
+        self.assertEqual(sorted(self.by_name), sorted(valid))
+        for name, value in valid.items():
+            spec = extra_specs.BY_KEY[name]
+            for variant in (' %s' % value, '%s ' % value,
+                            '\t%s\n' % value):
+                self.by_name[name].validate(name, variant)
+                self.assertEqual(spec.parse(value), spec.parse(variant),
+                                 '%s=%r' % (name, variant))
+
     def test_invalid_values_say_why(self):
         cases = [('hw:mem_bw', '0', 'an integer from 1 to 100'),
                  ('hw:mem_bw', '101', 'an integer from 1 to 100'),

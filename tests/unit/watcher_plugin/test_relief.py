@@ -33,6 +33,14 @@ class TestPriority(base.TestCase):
         self.assertEqual('low', relief.priority_of(
             {'hw:rdt_priority': 'low'}, {'watcher-priority': 'high'}))
 
+    def test_flavor_class_as_the_api_accepts_it(self):
+        # Blanks and case, as the API's validator and the scheduler take
+        # them (admin/extra-specs).
+        for value in (' low', 'Low ', '\tLOW\n'):
+            self.assertEqual('low', relief.priority_of(
+                {'hw:rdt_priority': value}, {'watcher-priority': 'high'}),
+                repr(value))
+
     def test_metadata_when_the_flavor_has_no_class(self):
         for value, expected in (('high', 'high'), ('LOW', 'low'),
                                 ('1', 'high'), ('5', 'normal'),
