@@ -5,8 +5,9 @@
 # bindep.txt (libvirt, QEMU, FUSE, ...), builds the tox environments (with
 # Nova and Ceilometer) and runs the style checks, the unit tests, the
 # functional tests on the emulated RDT host (real libvirtd and KVM guests;
-# Gnocchi, from its own environment, for the telemetry tests), the sample
-# config check, the docs, the release notes and, last, the test cloud's
+# Gnocchi, from its own environment, for the telemetry tests), Nova's
+# harness under native threads, the tests of the services' code on
+# OpenStack 2025.1 and 2026.1 (tools/constraints), the sample config check, the docs, the release notes and, last, the test cloud's
 # operator flow (real OpenStack services on two emulated RDT hosts; the
 # system packages of bindep's cloud profile). It ends with one line:
 # "N passed, N failed, N skipped".
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,genconfig,docs,releasenotes,cloud}
+envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,threading,release-2025.1,release-2026.1,genconfig,docs,releasenotes,cloud}
 
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh
