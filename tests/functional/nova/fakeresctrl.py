@@ -43,6 +43,7 @@ import shutil
 from lxml import etree
 from nova.tests.fixtures import libvirt as fakelibvirt
 
+from rdt_virt.libvirt import elements
 from rdt_virt.libvirt import machine as machine_mod
 
 _NOT_GROUPS = frozenset(('info', 'mon_groups', 'mon_data'))
@@ -305,6 +306,10 @@ class RDTDomain(fakelibvirt.Domain):
         metadata = src.find('metadata')
         if metadata is not None and xml.find('metadata') is None:
             xml.append(metadata)
+        if not self._connection.rdt_extra_specs_in_metadata:
+            # As Nova 31 writes it: the flavor without its extra specs.
+            for specs in xml.iter('{%s}extraSpecs' % elements.NOVA_NAMESPACE):
+                specs.getparent().remove(specs)
         return etree.tostring(xml, encoding='unicode')
 
     def reset(self, flags):
@@ -320,6 +325,9 @@ class ResctrlConnectionMixin(object):
 
     rdt_root = None
     rdt_cache_sizes = None
+    # False: domains show the metadata Nova 31 writes, without
+    # <nova:extraSpecs> (Nova 32 added it).
+    rdt_extra_specs_in_metadata = True
 
     def rdt_start(self, dom):
         if self.rdt_root is None:

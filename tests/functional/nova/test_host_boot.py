@@ -155,3 +155,16 @@ class RDTHostBootTest(base.RDTServersTestBase):
         with open(os.path.join(self.roots['a'], 'schemata')) as f:
             self.assertEqual({0: 0xf, 1: 0xf},
                              schemata.parse(f.read())['L3'])
+
+
+class RDTHostBootNova31MetadataTest(RDTHostBootTest):
+    """The same with the domain metadata Nova 31 writes.
+
+    It records no extra specs: the driver reads them from the instance's
+    record (``nova_plugin.compat``), on every Nova release.
+    """
+
+    def setUp(self):
+        self.useFixture(fixtures.MockPatchObject(
+            base.RDTConnection, 'rdt_extra_specs_in_metadata', False))
+        super().setUp()
