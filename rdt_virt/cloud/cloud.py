@@ -66,7 +66,8 @@ WSGI = {
                      'OS_NEUTRON_CONFIG_FILES': 'neutron.conf'}),
     'nova-api': ('nova', 'nova.wsgi.osapi_compute',
                  {'OS_NOVA_CONFIG_DIR': 'nova',
-                  'OS_NOVA_CONFIG_FILES': 'api-paste.ini;nova.conf'}),
+                  'OS_NOVA_CONFIG_FILES':
+                      'api-paste.ini;nova.conf;nova-api.conf'}),
     'watcher-api': ('watcher', 'watcher.wsgi.api', {}),
 }
 CATALOG = (

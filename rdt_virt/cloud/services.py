@@ -227,6 +227,15 @@ def nova(layout):
                              'ImagePropertiesFilter'},
     })
     ini.set_many(path, conf)
+    # nova-api runs in uWSGI, whose worker waits for requests in C. Nova 31
+    # (2025.1) patches eventlet into every process that imports it, so
+    # oslo.messaging's heartbeat would be a green thread that never runs
+    # while the API is idle: RabbitMQ drops its connection after a minute
+    # and the next cast to the conductor (a resize) may be lost. The API
+    # gets a native heartbeat thread, as oslo.messaging advises for WSGI
+    # applications; on Nova 32 and later its threads are native anyway.
+    ini.set_many(layout.etc('nova', 'nova-api.conf'), {
+        'oslo_messaging_rabbit': {'heartbeat_in_pthread': 'True'}})
     shutil.copy(os.path.join(layout.venv, 'etc', 'nova', 'api-paste.ini'),
                 layout.etc('nova', 'api-paste.ini'))
     return path
