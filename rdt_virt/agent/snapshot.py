@@ -45,10 +45,13 @@ class SnapshotReader(object):
         self.prefix = prefix
         # (group, mon group) -> (parent's tasks, tasks) at the last read.
         self._mon_cache = {}
+        # group -> its tasks at the last read.
+        self._ctrl_tasks = {}
 
     def invalidate(self):
         """Forget cached tasks: something was written."""
         self._mon_cache.clear()
+        self._ctrl_tasks.clear()
 
     def mon_tasks(self, group, mon, ctrl_tasks, wanted, tick):
         """Tasks of a monitoring group, from the cache when that is safe.
@@ -64,7 +67,7 @@ class SnapshotReader(object):
         key = (group, mon)
         cached = self._mon_cache.get(key)
         if cached is not None and mon in wanted and (
-                cached[0] == ctrl_tasks) and (
+                cached[0] is ctrl_tasks or cached[0] == ctrl_tasks) and (
                 zlib.crc32(mon.encode()) % MON_VERIFY_TICKS !=
                 tick % MON_VERIFY_TICKS):
             return cached[1]
@@ -91,9 +94,16 @@ class SnapshotReader(object):
 
     def _read_group(self, name, monitor, wanted, only, tick):
         rc = self.resctrl
-        group = model.GroupState(
-            name, tasks=frozenset(rc.read_tasks(name)),
-            schemata=self.schemata(name))
+        tasks = frozenset(rc.read_tasks(name))
+        last = self._ctrl_tasks.get(name)
+        if last is not None and last == tasks:
+            # The same set as last time, as the same object: each of the
+            # group's monitoring groups then checks it by identity
+            # (mon_tasks) instead of comparing it element by element.
+            tasks = last
+        self._ctrl_tasks[name] = tasks
+        group = model.GroupState(name, tasks=tasks,
+                                 schemata=self.schemata(name))
         if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
             mons = rc.list_mon_groups(name)
             group.mon_names = frozenset(mons)
