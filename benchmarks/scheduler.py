@@ -142,6 +142,32 @@ FLAVORS = [
 CLASSED = {1: 'low', 3: 'high', 9: 'high', 12: 'low'}
 
 
+NULL_SET = '  Nova handlers, no-op pair'
+
+
+class NullFilter(nova_filters.BaseHostFilter):
+    """Passes every host at no cost: what Nova's filter handler costs."""
+
+    def filter_all(self, filter_obj_list, spec_obj):
+        return filter_obj_list
+
+    def host_passes(self, host_state, spec_obj):
+        return True
+
+
+class NullWeigher(nova_weights.BaseHostWeigher):
+    """Weighs nothing: what Nova's weight handler costs per weigher."""
+
+    def weight_multiplier(self, host_state):
+        return 0.0
+
+    def _weigh_object(self, host_state, weight_properties):
+        return 0.0
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        return [0.0] * len(weighed_obj_list)
+
+
 def make_stats(rng, caps, classes=False):
     free = {}
     for name, res in caps.caches.items():
@@ -310,6 +336,9 @@ def main(argv=None):
         ('  RDTWeigher, all hosts', [], [rdt_weights.RDTWeigher()]),
         ('  ComputeFilter alone', [compute_filter.ComputeFilter()], []),
         ('  RAMWeigher, all hosts', [], [ram.RAMWeigher()]),
+        # The floor: Nova's handlers around a filter and a weigher that do
+        # nothing, with every host passing.
+        (NULL_SET, [NullFilter()], [NullWeigher()]),
     ]
     before = None
     if args.before:
