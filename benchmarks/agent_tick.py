@@ -187,14 +187,14 @@ def count_reads(agent):
     return resctrl, proc
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument('--instances', type=int, default=200)
     parser.add_argument('--vcpus', type=int, default=4)
     parser.add_argument('--ticks', type=int, default=20)
     parser.add_argument('--periods', type=int, default=200)
     parser.add_argument('--controller-only', action='store_true')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.controller_only:
         CONF([], project='rdt-virt')
         return 0 if report_controller(REFERENCE, args.instances,
