@@ -176,6 +176,24 @@ def _intent(inst, threads, caps, settings):
 _intent_memo = {}
 
 
+# (uuid, group, mon group) -> Placement: the placement of a monitored
+# instance depends on nothing else, and Placements are immutable, so a
+# converged host gets the same objects tick after tick.
+_monitored_memo = {}
+
+
+def _monitored(uuid, group, mon):
+    key = (uuid, group, mon)
+    found = _monitored_memo.get(key)
+    if found is None:
+        if len(_monitored_memo) >= 65536:
+            _monitored_memo.clear()
+        found = _monitored_memo[key] = model.Placement(
+            uuid=uuid, group=group, mon_group=mon, counters=(group, mon),
+            wants_mon_group=True)
+    return found
+
+
 def _intents(instances, threads, caps, settings):
     global _intent_memo
     memo, fresh = _intent_memo, {}
@@ -530,8 +548,7 @@ class _Planner(object):
         if mon in self.blocked:
             return model.Placement(reason=self.blocked[mon], **place)
         self.desired_mons[mon] = (group, uuid, frozenset(final))
-        return model.Placement(mon_group=mon, counters=(group, mon),
-                               **place)
+        return _monitored(uuid, group, mon)
 
     @staticmethod
     def _group_of_first_vcpu(it, final):

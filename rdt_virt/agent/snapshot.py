@@ -47,6 +47,8 @@ class SnapshotReader(object):
         self._mon_cache = {}
         # group -> its tasks at the last read.
         self._ctrl_tasks = {}
+        # monitoring group name -> its verification tick (see _slot).
+        self._slots = {}
 
     def invalidate(self):
         """Forget cached tasks: something was written."""
@@ -68,12 +70,21 @@ class SnapshotReader(object):
         cached = self._mon_cache.get(key)
         if cached is not None and mon in wanted and (
                 cached[0] is ctrl_tasks or cached[0] == ctrl_tasks) and (
-                zlib.crc32(mon.encode()) % MON_VERIFY_TICKS !=
-                tick % MON_VERIFY_TICKS):
+                self._slot(mon) != tick % MON_VERIFY_TICKS):
             return cached[1]
         tasks = frozenset(self.resctrl.read_tasks(group, mon))
         self._mon_cache[key] = (ctrl_tasks, tasks)
         return tasks
+
+    def _slot(self, mon):
+        """The tick (modulo MON_VERIFY_TICKS) that re-reads *mon*."""
+        slot = self._slots.get(mon)
+        if slot is None:
+            if len(self._slots) >= 65536:
+                self._slots.clear()
+            slot = self._slots[mon] = (zlib.crc32(mon.encode()) %
+                                       MON_VERIFY_TICKS)
+        return slot
 
     def schemata(self, name):
         """A group's schemata; None for another tool's unreadable one.
