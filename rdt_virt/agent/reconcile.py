@@ -487,9 +487,10 @@ class _Planner(object):
         final = {}
         allocs = {a.group for a in it.inst.allocations}
         # Groups that already hold threads of this instance: a thread away
-        # from one of them was moved, not yet placed.
-        placed = {self.where.get(tid, (ROOT, None))[0]
-                  for tid in it.tid_group}
+        # from one of them was moved, not yet placed. Needed only for a
+        # move, and computed at the first one, before the loop has
+        # changed where any of the instance's threads are.
+        placed = None
         for tid, group in it.tid_items:
             current = self.where.get(tid, (ROOT, None))[0]
             target = current
@@ -504,6 +505,9 @@ class _Planner(object):
                 # kernel refuses the instance's own group.
                 target = ROOT
             if target != current:
+                if placed is None:
+                    placed = {self.where.get(t, (ROOT, None))[0]
+                              for t in it.tid_group}
                 self.ctrl_assign.setdefault(target, []).append(tid)
                 self.where[tid] = (target, None)
                 # libvirt places vCPUs in their group before they run, and
