@@ -41,6 +41,69 @@ CONF = rdt_conf.CONF
 MUTATIONS = ('write', 'mkdir', 'rmdir', 'rename')
 
 
+def copy_tree(env, dest, mon_data=False):
+    """Copy the emulated resctrl of *env* to *dest*, an in-memory tree.
+
+    The emulator answers every read through FUSE, a context switch to a
+    Python daemon and back, which costs the agent far more CPU than the
+    kernel's resctrl (kernfs) does. A copy on tmpfs shows the agent's own
+    cost with in-memory reads. Without *mon_data*, only the default
+    group's ``mon_data/mon_L3_XX`` directories are made (a tick does not
+    read counters).
+    """
+    for top, dirs, files in os.walk(env.mount):
+        if not mon_data:
+            dirs[:] = [d for d in dirs if d != 'mon_data']
+        target = os.path.join(dest, os.path.relpath(top, env.mount))
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            # Read, not copyfile: the emulator's files report size 0.
+            try:
+                with open(os.path.join(top, name)) as f:
+                    text = f.read()
+            except OSError:
+                continue            # write-only files
+            with open(os.path.join(target, name), 'w') as f:
+                f.write(text)
+    if not mon_data:
+        for dom in env.agent.caps.monitor.domain_ids:
+            os.makedirs(os.path.join(dest, 'mon_data', 'mon_L3_%02d' % dom))
+    return dest
+
+
+def agent_on(env, root):
+    """A second agent over the same instances, on resctrl at *root*.
+
+    Built on that root: the agent hands its Resctrl to the readers it
+    builds, so one swapped in afterwards would leave them on FUSE.
+    """
+    CONF.set_override('resctrl_root', root, 'rdt')
+    try:
+        return agent_cmd.build_agent(CONF, source=env.source)
+    finally:
+        CONF.set_override('resctrl_root', env.mount, 'rdt')
+
+
+class OpenCounter(object):
+    """Counts the files opened (``os.open``), by path, while installed."""
+
+    def __init__(self):
+        self.paths = []
+        self._real = None
+
+    def __call__(self, path, *args, **kwargs):
+        self.paths.append(str(path))
+        return self._real(path, *args, **kwargs)
+
+    def __enter__(self):
+        self._real = os.open
+        os.open = self
+        return self
+
+    def __exit__(self, *exc):
+        os.open = self._real
+
+
 def shared(pct):
     return model.BandwidthPolicy('percent', pct, pct, model.SHARED)
 

@@ -18,7 +18,7 @@ of 4 vCPUs whose rdt-virt metadata puts them in shared bandwidth groups,
 and reports the time from the moment libvirt's start event reached the
 agent to the moment the agent had written every vCPU thread into the
 shared group and the instance's monitoring group (median and p95; target
-median at most 50 ms). Each guest's vCPU thread ids are then checked
+median at most 15 ms). Each guest's vCPU thread ids are then checked
 against QEMU's own answer (QMP query-cpus-fast).
 
 Also prints the time from ``createXML`` returning to the threads being
@@ -48,6 +48,10 @@ from rdt_virt import privsep
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
 
+#: What the fast path is held to (doc/source/contributor/benchmarks.rst).
+FAST_PATH_TARGET = 0.015
+FAST_PATH_TARGET_TEXT = ('start event -> every vCPU in its groups, median '
+                         '<= 15 ms on FUSE')
 CACHE_DIR = '/var/tmp/rdt-virt-tests/libvirt-cache'
 META = ('<nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/'
         '1.1"><nova:name>bench</nova:name></nova:instance><rdtvirt:rdt '
@@ -181,8 +185,11 @@ def main():
         rest = summary([a - w for a, (w, _n) in zip(lat, per_guest)], 1e3)
         print('privileged resctrl calls per start: %s; agent work '
               'without them, ms: %s' % (calls, rest))
-        ok = sorted(lat)[len(lat) // 2] <= 0.050
-        print('target (median <= 50 ms): %s' % ('met' if ok else 'NOT met'))
+        median = sorted(lat)[len(lat) // 2]
+        ok = median <= FAST_PATH_TARGET
+        print('target: %s: %s (ratio to target %.3f)' % (
+            FAST_PATH_TARGET_TEXT, 'met' if ok else 'NOT met',
+            median / FAST_PATH_TARGET))
         return 0 if ok else 1
     finally:
         sb.stop()

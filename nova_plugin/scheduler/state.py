@@ -326,8 +326,18 @@ def verdict(host_state, request):
     cache hits inline: this runs for every host of every RDT request.
     """
     view = host_state.__dict__.get(HOST_ATTR)
-    if view is None or view.stats is not host_state.stats:
-        view = host_view(host_state)
+    stats = host_state.stats
+    if view is None or view.stats is not stats:
+        # HostState.update() gives every request a new stats dict holding
+        # the same report string: the common case, kept to an identity
+        # test (host_view() compares by value and keys a dict). The
+        # report's name still decides, as in host_view().
+        if view is not None and stats and view.raw and (
+                stats.get(hoststats.KEY) is view.raw) and (
+                stats.get(hoststats.REPORT_KEY) == view.report):
+            view.stats = stats
+        else:
+            view = host_view(host_state)
     count = host_state.num_instances
     if count != view.seen and view.rdt is not None:
         if view.seen is not None and count < view.seen:

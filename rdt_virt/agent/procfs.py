@@ -70,6 +70,11 @@ class ProcFS(object):
         self.pid_dir = pid_dir
         self._pids = {}         # uuid -> pid
         self._names = {}        # pid -> {tid: vcpu index or None}
+        # pid -> (tid list as listed, Threads): a converged host lists the
+        # same threads every tick, and the same Threads object lets the
+        # reconciliation reuse what it derived from it.
+        self._last = {}
+        self._task_dirs = {}    # pid -> its task directory's path
 
     def _matches(self, pid, uuid):
         cmdline = _read(os.path.join(self.proc_root, str(pid), 'cmdline'),
@@ -117,18 +122,29 @@ class ProcFS(object):
         pid = self._pids.pop(uuid, None)
         if pid is not None:
             self._names.pop(pid, None)
+            self._last.pop(pid, None)
+            self._task_dirs.pop(pid, None)
 
     def threads(self, pid):
         """The :class:`~rdt_virt.agent.model.Threads` of ``pid``.
 
         None when the process is gone.
         """
-        task_dir = os.path.join(self.proc_root, str(pid), 'task')
+        task_dir = self._task_dirs.get(pid)
+        if task_dir is None:
+            task_dir = self._task_dirs[pid] = os.path.join(
+                self.proc_root, str(pid), 'task')
         try:
-            tids = [int(t) for t in os.listdir(task_dir) if t.isdigit()]
+            listed = os.listdir(task_dir)
         except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
             self._names.pop(pid, None)
+            self._last.pop(pid, None)
+            self._task_dirs.pop(pid, None)
             return None
+        last = self._last.get(pid)
+        if last is not None and last[0] == listed:
+            return last[1]
+        tids = [int(t) for t in listed if t.isdigit()]
         known = self._names.setdefault(pid, {})
         live = set(tids)
         for tid in list(known):
@@ -148,8 +164,15 @@ class ProcFS(object):
                 others.append(tid)
             else:
                 vcpus[vcpu] = tid
-        return model.Threads(pid=pid, vcpus=vcpus, others=tuple(sorted(
+        found = model.Threads(pid=pid, vcpus=vcpus, others=tuple(sorted(
             others)))
+        if len(known) == len(tids):
+            # Every listed thread was classified (none vanished before its
+            # comm was read): the same listing gives the same answer.
+            self._last[pid] = (listed, found)
+        else:
+            self._last.pop(pid, None)
+        return found
 
     def runnable_ns(self, pid, tid):
         """Nanoseconds thread ``tid`` of ``pid`` has run or waited to run.
@@ -191,6 +214,14 @@ class ProcFS(object):
 
     def instance_threads(self, uuid, name=None):
         """Find the QEMU process of ``uuid`` and return its Threads."""
+        pid = self._pids.get(uuid)
+        if pid is not None:
+            # Listing the known process's threads also tells whether it
+            # is still there: no separate look at its task directory.
+            found = self.threads(pid)
+            if found is not None:
+                return found
+            self.forget(uuid)
         pid = self.find_pid(uuid, name)
         if pid is None:
             return None

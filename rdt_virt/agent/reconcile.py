@@ -129,6 +129,10 @@ class _Intent:
     tid_group: typing.Dict[int, typing.Optional[str]]
     dedicated: typing.FrozenSet[str]
     mb_value: typing.Optional[int]
+    # Derived from tid_group once (intents are reused from tick to tick):
+    # the desired groups, and (tid, group) in thread id order.
+    wanted: typing.FrozenSet[typing.Optional[str]] = frozenset()
+    tid_items: typing.Tuple[typing.Any, ...] = ()
 
 
 def _intent(inst, threads, caps, settings):
@@ -160,12 +164,57 @@ def _intent(inst, threads, caps, settings):
             settings.prefix, agent_group)[0] == 'instance':
         dedicated.add(agent_group)
     return _Intent(inst, threads, agent_group, tid_group,
-                   frozenset(dedicated), mb_value)
+                   frozenset(dedicated), mb_value,
+                   frozenset(tid_group.values()),
+                   tuple(sorted(tid_group.items())))
+
+
+# {uuid: (inst, threads, caps, settings, _Intent)} of the last call.
+# _intent() is a pure function of immutable objects, and a converged host
+# passes the same ones tick after tick (the thread listing reuses its
+# Threads when nothing changed): compared by identity, a hit costs a few
+# pointer comparisons instead of a walk over every vCPU.
+_intent_memo = {}
+
+
+# (uuid, group, mon group) -> Placement: the placement of a monitored
+# instance depends on nothing else, and Placements are immutable, so a
+# converged host gets the same objects tick after tick.
+_monitored_memo = {}
+
+
+def _monitored(uuid, group, mon):
+    key = (uuid, group, mon)
+    found = _monitored_memo.get(key)
+    if found is None:
+        if len(_monitored_memo) >= 65536:
+            _monitored_memo.clear()
+        found = _monitored_memo[key] = model.Placement(
+            uuid=uuid, group=group, mon_group=mon, counters=(group, mon),
+            wants_mon_group=True)
+    return found
 
 
 def _intents(instances, threads, caps, settings):
-    return [_intent(inst, threads.get(uuid), caps, settings)
-            for uuid, inst in sorted(instances.items())]
+    global _intent_memo
+    memo, fresh = _intent_memo, {}
+    out = []
+    for uuid, inst in sorted(instances.items()):
+        thr = threads.get(uuid)
+        hit = memo.get(uuid)
+        if hit is not None and hit[0] is inst and hit[1] is thr and (
+                hit[2] is caps and hit[3] is settings):
+            it = hit[4]
+        else:
+            it = _intent(inst, thr, caps, settings)
+        fresh[uuid] = (inst, thr, caps, settings, it)
+        out.append(it)
+    if len(fresh) >= len(memo) or len(instances) > 1:
+        # A one-instance call (the fast path) keeps the tick's memo.
+        _intent_memo = fresh
+    else:
+        memo.update(fresh)
+    return out
 
 
 def controllable(inst, caps):
@@ -269,7 +318,7 @@ def mon_candidates(instances, threads, caps, settings):
     for it in _intents(instances, threads, caps, settings):
         if not it.inst.monitor or not it.tid_group:
             continue
-        wanted = set(it.tid_group.values())
+        wanted = it.wanted
         if len(wanted) == 1 and not (wanted & it.dedicated):
             found.append(it.inst.uuid)
     return found
@@ -310,6 +359,9 @@ class _Planner(object):
         self.needs_full = False
         self.creates = []           # CreateGroup + WriteSchemata
         self.fixes = []
+        # (group, MB value) -> the fix of an existing agent group, or None:
+        # every instance of a shared group asks for the same schemata.
+        self._group_fix = {}
         self.mon_moves = []
         self.ctrl_assign = {}       # group -> [tids]
         self.mon_removes = []
@@ -365,6 +417,27 @@ class _Planner(object):
         self.creates.append(model.WriteSchemata(
             name, schemata_mod.format(desired)))
 
+    def ensure_agent_group(self, it):
+        """:meth:`ensure_group` for the agent group of intent *it*."""
+        name = it.agent_group
+        uuid = it.inst.uuid if name in it.dedicated else None
+        if name not in self.snap.groups:
+            self.ensure_group(name, self.agent_schemata(it.mb_value),
+                              uuid=uuid)
+            return
+        key = (name, it.mb_value)
+        if key in self._group_fix:
+            fix = self._group_fix[key]
+        else:
+            before = len(self.fixes)
+            self.ensure_group(name, self.agent_schemata(it.mb_value),
+                              uuid=uuid)
+            fix = self.fixes.pop() if len(self.fixes) > before else None
+            self._group_fix[key] = fix
+        if fix is not None:
+            # Appended once per instance, as ensure_group() does.
+            self.fixes.append(fix)
+
     def agent_schemata(self, mb_value):
         desired = masks.cache_lines(self.effective_root)
         if mb_value is not None and self.caps.mb is not None:
@@ -417,10 +490,11 @@ class _Planner(object):
         final = {}
         allocs = {a.group for a in it.inst.allocations}
         # Groups that already hold threads of this instance: a thread away
-        # from one of them was moved, not yet placed.
-        placed = {self.where.get(tid, (ROOT, None))[0]
-                  for tid in it.tid_group}
-        for tid, group in sorted(it.tid_group.items()):
+        # from one of them was moved, not yet placed. Needed only for a
+        # move, and computed at the first one, before the loop has
+        # changed where any of the instance's threads are.
+        placed = None
+        for tid, group in it.tid_items:
             current = self.where.get(tid, (ROOT, None))[0]
             target = current
             stale = current is not ROOT and current != group and (
@@ -434,6 +508,9 @@ class _Planner(object):
                 # kernel refuses the instance's own group.
                 target = ROOT
             if target != current:
+                if placed is None:
+                    placed = {self.where.get(t, (ROOT, None))[0]
+                              for t in it.tid_group}
                 self.ctrl_assign.setdefault(target, []).append(tid)
                 self.where[tid] = (target, None)
                 # libvirt places vCPUs in their group before they run, and
@@ -465,10 +542,10 @@ class _Planner(object):
             return model.Placement(counters=(group, None), **place)
         if not (group is ROOT or self.owns(group)):
             return model.Placement(reason=R_FOREIGN % group, **place)
-        wanted = set(it.tid_group.values())
+        wanted = it.wanted
         if wanted != groups:
             # Its group is still to be made (or refused by the kernel).
-            missing = (wanted - groups).pop()
+            missing = next(iter(wanted - groups))
             return model.Placement(
                 reason=self.blocked.get(missing, R_PENDING), **place)
         mon = _mon_group(self.prefix, uuid)
@@ -478,8 +555,7 @@ class _Planner(object):
         if mon in self.blocked:
             return model.Placement(reason=self.blocked[mon], **place)
         self.desired_mons[mon] = (group, uuid, frozenset(final))
-        return model.Placement(mon_group=mon, counters=(group, mon),
-                               **place)
+        return _monitored(uuid, group, mon)
 
     @staticmethod
     def _group_of_first_vcpu(it, final):
@@ -514,11 +590,11 @@ class _Planner(object):
         takes its threads there and keeps the counters, where moving the
         threads first would empty it.
         """
-        wanted = set(it.tid_group.values())
+        wanted = it.wanted
         if len(wanted) != 1 or not it.inst.monitor or (
                 self.caps.monitor is None):
             return
-        group = wanted.pop()
+        group = next(iter(wanted))
         if group in it.dedicated or group not in self.available or not (
                 group is ROOT or self.owns(group)):
             return
@@ -698,10 +774,7 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
         if it.threads is None:
             continue
         if it.agent_group is not None:
-            planner.ensure_group(
-                it.agent_group, planner.agent_schemata(it.mb_value),
-                uuid=it.inst.uuid if it.agent_group in it.dedicated
-                else None)
+            planner.ensure_agent_group(it)
         for alloc in it.inst.allocations:
             planner.ensure_alloc(it, alloc, used)
     planner.existing = planner.existing_mons()

@@ -45,10 +45,15 @@ class SnapshotReader(object):
         self.prefix = prefix
         # (group, mon group) -> (parent's tasks, tasks) at the last read.
         self._mon_cache = {}
+        # group -> its tasks at the last read.
+        self._ctrl_tasks = {}
+        # monitoring group name -> its verification tick (see _slot).
+        self._slots = {}
 
     def invalidate(self):
         """Forget cached tasks: something was written."""
         self._mon_cache.clear()
+        self._ctrl_tasks.clear()
 
     def mon_tasks(self, group, mon, ctrl_tasks, wanted, tick):
         """Tasks of a monitoring group, from the cache when that is safe.
@@ -64,13 +69,22 @@ class SnapshotReader(object):
         key = (group, mon)
         cached = self._mon_cache.get(key)
         if cached is not None and mon in wanted and (
-                cached[0] == ctrl_tasks) and (
-                zlib.crc32(mon.encode()) % MON_VERIFY_TICKS !=
-                tick % MON_VERIFY_TICKS):
+                cached[0] is ctrl_tasks or cached[0] == ctrl_tasks) and (
+                self._slot(mon) != tick % MON_VERIFY_TICKS):
             return cached[1]
         tasks = frozenset(self.resctrl.read_tasks(group, mon))
         self._mon_cache[key] = (ctrl_tasks, tasks)
         return tasks
+
+    def _slot(self, mon):
+        """The tick (modulo MON_VERIFY_TICKS) that re-reads *mon*."""
+        slot = self._slots.get(mon)
+        if slot is None:
+            if len(self._slots) >= 65536:
+                self._slots.clear()
+            slot = self._slots[mon] = (zlib.crc32(mon.encode()) %
+                                       MON_VERIFY_TICKS)
+        return slot
 
     def schemata(self, name):
         """A group's schemata; None for another tool's unreadable one.
@@ -91,9 +105,16 @@ class SnapshotReader(object):
 
     def _read_group(self, name, monitor, wanted, only, tick):
         rc = self.resctrl
-        group = model.GroupState(
-            name, tasks=frozenset(rc.read_tasks(name)),
-            schemata=self.schemata(name))
+        tasks = frozenset(rc.read_tasks(name))
+        last = self._ctrl_tasks.get(name)
+        if last is not None and last == tasks:
+            # The same set as last time, as the same object: each of the
+            # group's monitoring groups then checks it by identity
+            # (mon_tasks) instead of comparing it element by element.
+            tasks = last
+        self._ctrl_tasks[name] = tasks
+        group = model.GroupState(name, tasks=tasks,
+                                 schemata=self.schemata(name))
         if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
             mons = rc.list_mon_groups(name)
             group.mon_names = frozenset(mons)

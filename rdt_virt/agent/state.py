@@ -95,7 +95,9 @@ def write(path, doc):
     fd, tmp = tempfile.mkstemp(prefix='.state-', dir=directory)
     try:
         with os.fdopen(fd, 'w') as f:
-            json.dump(doc, f, sort_keys=True, separators=(',', ':'))
+            # dumps(), not dump(): the same text from the C encoder in
+            # one write, where dump() runs the Python one piece by piece.
+            f.write(json.dumps(doc, sort_keys=True, separators=(',', ':')))
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)

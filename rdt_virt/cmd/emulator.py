@@ -22,7 +22,7 @@
     rdt-virt-emulator profiles
     rdt-virt-emulator kernels
     rdt-virt-emulator render --profile amd DIR
-    rdt-virt-emulator mount --from-tree DIR MOUNTPOINT
+    rdt-virt-emulator mount --from-tree DIR [--mon-scale BYTES] MOUNTPOINT
     rdt-virt-emulator topology --profile reference [--cpus 0-1]
     rdt-virt-emulator ctl --control SOCK ping|status|log|truth|remount|
         set-counter|set-rate|set-sentinel|clear|reset|set-limbo-delay|
@@ -83,12 +83,17 @@ def _parser():
     p.add_argument('--kernel', metavar='SPEC',
                    help='kernel release and features to emulate, e.g. 6.1, '
                         '6.1+bw_validate or newest-mon_rename (see '
-                        '"kernels"; default: newest)')
+                        '"kernels"; default: newest, or with --from-tree '
+                        'the release the capture names or its files show)')
     p.add_argument('--legacy-kernel', action='store_true',
                    help='same as --kernel 6.1')
     p.add_argument('--from-tree', metavar='DIR',
                    help='emulate the host captured in DIR (rdt-virt '
                         'capabilities --capture DIR) instead of a profile')
+    p.add_argument('--mon-scale', type=int, metavar='BYTES',
+                   help='with --from-tree: bytes per counter unit, which a '
+                        'capture cannot show (default: 65536 on Intel, 64 '
+                        'on AMD and Arm)')
     p.add_argument('--cmdline', metavar='TEXT',
                    help='kernel command line of the emulated boot (default: '
                         'the profile\'s); e.g. "" to boot the reference '
@@ -163,13 +168,23 @@ def _ctl_args(args):
 
 
 def _mount(args):
+    spec = args.kernel or ('6.1' if args.legacy_kernel else None)
+    why = 'given' if spec else 'the newest release'
     if args.from_tree:
-        profile = profiles.get_profile(fromtree.load(args.from_tree),
-                                       args.cmdline)
+        profile = profiles.get_profile(
+            fromtree.load(args.from_tree, mon_scale=args.mon_scale),
+            args.cmdline)
+        if not spec:
+            spec, why = fromtree.guess_kernel(args.from_tree)
     else:
         profile = profiles.get_profile(args.profile, args.cmdline)
-    kernel = kernels.get_kernel(args.kernel or (
-        '6.1' if args.legacy_kernel else None))
+    kernel = kernels.get_kernel(spec)
+    if args.from_tree and not args.foreground:
+        # stdout carries the pid: the assumptions go to stderr.
+        for line in fromtree.assumptions(profile, kernel, why,
+                                         args.limbo_delay,
+                                         bool(args.mon_scale)):
+            print('rdt-virt-emulator: assumed %s' % line, file=sys.stderr)
     if args.foreground:
         launcher.check_prerequisites(args.mountpoint)
         if not args.control:
@@ -187,7 +202,8 @@ def _mount(args):
                             limbo_delay=args.limbo_delay,
                             log_path=args.log_file, debug=args.debug,
                             mba_effect=args.mba_effect,
-                            osrelease=args.osrelease)
+                            osrelease=args.osrelease,
+                            mon_scale=args.mon_scale)
     LOG.info('Emulated resctrl (%s) mounted on %s; control socket %s, '
              'log %s, kernel release in %s', profile.name,
              handle.mountpoint, handle.control_socket, handle.log_path,

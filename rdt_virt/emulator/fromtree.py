@@ -34,58 +34,25 @@ import dataclasses
 import json
 import os
 
+from rdt_virt.emulator import inference
 from rdt_virt.emulator import kparse
 from rdt_virt.emulator import profiles
 
-_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd',
-            'HygonGenuine': 'amd', 'arm': 'arm', 'ARM': 'arm'}
 _SCALE = {'intel': 65536, 'amd': 64, 'arm': 64}
 _WIDTH = {'intel': 24, 'amd': 44, 'arm': 24}
 # MPAM's min_bandwidth is mbw_max_to_percent(0) = round(100 / 2^bwa_wd):
 # the fraction bits it implies (8 stands for 8 or more, which all show 0).
 _MPAM_BWA_WD = {0: 8, 1: 7, 2: 6, 3: 5, 6: 4, 13: 3, 25: 2, 50: 1}
+#: AMD's narrowest bandwidth field: 2^11 = 2048 means unlimited.
+_AMD_BW_BITS = 11
 
 
 class TreeError(ValueError):
     """The directory is not a usable capture."""
 
 
-class _Tree(object):
-    def __init__(self, base):
-        self.base = base
-
-    def read(self, *parts):
-        try:
-            with open(os.path.join(self.base, *parts)) as f:
-                return f.read()
-        except OSError:
-            return None
-
-    def int(self, *parts, base=10, default=None):
-        text = self.read(*parts)
-        if text is None or not text.strip():
-            return default
-        return int(text.strip(), base)
-
-    def listdir(self, *parts):
-        try:
-            return sorted(os.listdir(os.path.join(self.base, *parts)))
-        except OSError:
-            return []
-
-
-def _schemata(text):
-    """``{name: {dom: value text}}`` of a schemata file."""
-    out = {}
-    for line in (text or '').splitlines():
-        name, _, rest = line.strip().partition(':')
-        vals = {}
-        for item in rest.split(';'):
-            dom, eq, val = item.partition('=')
-            if eq:
-                vals[int(dom)] = val.strip()
-        out[name] = vals
-    return out
+_Tree = inference.Tree
+_schemata = inference.schemata
 
 
 def _size(text):
@@ -108,12 +75,12 @@ def _caches(tree):
     """
     kinds, l3 = {}, {}
     ids = {}
-    for cpu in sorted(tree.listdir('cpu'), key=_cpu_number):
+    for cpu in sorted(tree.listdir(*tree.cpu), key=_cpu_number):
         found = {}
-        for index in tree.listdir('cpu', cpu, 'cache'):
+        for index in tree.listdir(*(tree.cpu + (cpu, 'cache'))):
             def value(name):
-                return (tree.read('cpu', cpu, 'cache', index, name) or
-                        '').strip()
+                return (tree.read(*(tree.cpu + (cpu, 'cache', index,
+                                                name))) or '').strip()
             if not value('level') or not value('size'):
                 continue
             level, ctype = int(value('level')), value('type')
@@ -134,7 +101,7 @@ def _caches(tree):
 
 
 def _cache_alloc(tree, name, flags, vendor, closid_factor=1):
-    info = ('resctrl', 'info', name)
+    info = tree.res + ('info', name)
     level = name[:2]
     mask = tree.int(*info, 'cbm_mask', base=16)
     sparse = tree.int(*info, 'sparse_masks')
@@ -159,18 +126,21 @@ def _looks_like_mpam(tree, info_dirs):
     """
     if 'MB' not in info_dirs:
         return False
-    info = ('resctrl', 'info', 'MB')
+    info = tree.res + ('info', 'MB')
     return (tree.read(*info, 'thread_throttle_mode') is None and
             bool(tree.int(*info, 'delay_linear', default=0)))
 
 
 def _bw_alloc(tree, name, vendor, root, mba_mbps):
-    info = ('resctrl', 'info', name)
+    info = tree.res + ('info', name)
     mode = (tree.read(*info, 'thread_throttle_mode') or '').strip()
     min_bw = tree.int(*info, 'min_bandwidth', default=0)
     values = [int(v) for v in root.get(name, {}).values() if v.isdigit()]
     if vendor == 'amd':
-        maximum = max(values) if values else 2048
+        # Unthrottled is a power of two (1 << CPUID 0x80000020 EAX), at
+        # least 2048, and no captured value exceeds it.
+        maximum = 1 << max([_AMD_BW_BITS] + [(v - 1).bit_length()
+                                             for v in values if v > 0])
     else:
         maximum = 100
     return profiles.BandwidthAlloc(
@@ -186,26 +156,34 @@ def _bw_alloc(tree, name, vendor, root, mba_mbps):
         bwa_wd=_MPAM_BWA_WD.get(min_bw, 8) if vendor == 'arm' else None)
 
 
-def load(directory, name=None):
+def load(directory, name=None, mon_scale=None):
     """The profile of the host captured in *directory*.
 
+    *directory* is a capture (``host.json``, ``resctrl/``, ``cpu/``),
+    libvirt's layout (``resctrl/``, ``system/cpu/``) or a bare copy of a
+    resctrl mount. What a tree without ``host.json`` does not say is read
+    from the files (:mod:`inference`).
+
+    :param mon_scale: bytes per counter unit (default: the vendor's).
     :raises TreeError: when *directory* holds no resctrl capture.
     """
     tree = _Tree(directory)
-    info_dirs = tree.listdir('resctrl', 'info')
+    info_dirs = tree.rlist('info')
     if not info_dirs:
-        raise TreeError('%s has no resctrl/info: not a capture (see '
-                        '"rdt-virt capabilities --capture")' % directory)
+        raise TreeError('%s has no resctrl info/ directory: not a capture '
+                        '(see "rdt-virt capabilities --capture")'
+                        % directory)
     host = json.loads(tree.read('host.json') or '{}')
-    vendor = _VENDORS.get(host.get('vendor'), 'intel')
-    if host.get('vendor') not in _VENDORS and _looks_like_mpam(tree,
-                                                               info_dirs):
-        vendor = 'arm'
+    root = _schemata(tree.rread('schemata'))
+    vendor = inference.vendor(tree, host, info_dirs, root)
+    if vendor is None:
+        vendor = 'arm' if _looks_like_mpam(tree, info_dirs) else 'intel'
     arch = 'mpam' if vendor == 'arm' else 'x86'
     flags = set(host.get('flags', ()))
-    opts = host.get('mount_options', [])
-    root = _schemata(tree.read('resctrl', 'schemata'))
-    kinds, l3_sizes, l2_ids = _caches(tree)
+    opts = host.get('mount_options')
+    if opts is None:
+        opts = ['cdp'] if 'L3CODE' in info_dirs else []
+    kinds, l3_sizes, l2_topo = _caches(tree)
     notes = []
 
     l3 = None
@@ -213,6 +191,11 @@ def load(directory, name=None):
         l3 = _cache_alloc(tree, 'L3', flags, vendor)
     elif 'L3CODE' in info_dirs:
         l3 = _cache_alloc(tree, 'L3CODE', flags, vendor, closid_factor=2)
+    if l3 and not l3.cdp_capable and not l2_cat_dirs(info_dirs) and (
+            inference.name_width(tree.rread('schemata')) >= len('L3CODE')):
+        # Kernels before 6.15 align names to the widest a CDP-capable
+        # cache could show (L3CODE), CDP on or off.
+        l3 = dataclasses.replace(l3, cdp_capable=True)
     l2_cat = None
     if 'L2' in info_dirs:
         l2_cat = _cache_alloc(tree, 'L2', flags, vendor)
@@ -220,30 +203,30 @@ def load(directory, name=None):
         # Emulated without the cdpl2 mount option: the plain L2 resource.
         l2_cat = _cache_alloc(tree, 'L2CODE', flags, vendor, closid_factor=2)
         notes.append('L2 code/data prioritisation (cdpl2) is not emulated')
-    mba_mbps = 'mba_MBps' in opts
+    mba_mbps = inference.mba_mbps(host, vendor, root)
     mb = _bw_alloc(tree, 'MB', vendor, root, mba_mbps) if (
         'MB' in info_dirs) else None
     smba = _bw_alloc(tree, 'SMBA', vendor, root, False) if (
         'SMBA' in info_dirs) else None
     # SNC: mon_L3_XX holds one mon_sub_L3_YY per node.
     snc = max([1] + [
-        len([n for n in tree.listdir('resctrl', 'mon_data', d)
+        len([n for n in tree.rlist('mon_data', d)
              if n.startswith('mon_sub_L3_')])
-        for d in tree.listdir('resctrl', 'mon_data')])
+        for d in tree.rlist('mon_data')])
+    scale = mon_scale or _SCALE[vendor]
     mon = None
     threshold = None
     if 'L3_MON' in info_dirs:
-        feats = (tree.read('resctrl', 'info', 'L3_MON', 'mon_features') or
+        feats = (tree.rread('info', 'L3_MON', 'mon_features') or
                  '').split()
-        threshold = tree.int('resctrl', 'info', 'L3_MON',
-                             'max_threshold_occupancy')
-        cntrs = (tree.read('resctrl', 'info', 'L3_MON', 'num_mbm_cntrs') or
+        threshold = tree.rint('info', 'L3_MON', 'max_threshold_occupancy')
+        cntrs = (tree.rread('info', 'L3_MON', 'num_mbm_cntrs') or
                  '').strip()
-        num_rmids = tree.int('resctrl', 'info', 'L3_MON', 'num_rmids')
+        num_rmids = tree.rint('info', 'L3_MON', 'num_rmids')
         num_pmg = None
         if arch == 'mpam':
             # PMG x PARTID, both halved by the emulated CDP.
-            counts = [tree.int('resctrl', 'info', d, 'num_closids')
+            counts = [tree.rint('info', d, 'num_closids')
                       for d in info_dirs if not d.endswith('_MON')]
             partids = min([c for c in counts if c] or [1])
             num_pmg = max(num_rmids // max(partids, 1), 1)
@@ -253,41 +236,30 @@ def load(directory, name=None):
             num_rmids=num_rmids * snc,
             num_pmg=num_pmg,
             events=tuple(e for e in profiles.ALL_EVENTS if e in feats),
-            mon_scale=_SCALE[vendor], counter_width=_WIDTH[vendor],
+            mon_scale=scale, counter_width=_WIDTH[vendor],
             num_mbm_cntrs=int(cntrs.split(';')[0].split('=')[1])
             if cntrs else None,
             bmec='bmec' in flags or 'mbm_total_bytes_config' in
-            tree.listdir('resctrl', 'info', 'L3_MON'))
+            tree.rlist('info', 'L3_MON'))
 
     telemetry = None
     if 'PERF_PKG_MON' in info_dirs:
-        feats = (tree.read('resctrl', 'info', 'PERF_PKG_MON',
-                           'mon_features') or '').split()
+        feats = (tree.rread('info', 'PERF_PKG_MON', 'mon_features') or
+                 '').split()
         telemetry = profiles.Telemetry(
-            num_rmids=tree.int('resctrl', 'info', 'PERF_PKG_MON',
-                               'num_rmids'),
+            num_rmids=tree.rint('info', 'PERF_PKG_MON', 'num_rmids'),
             events=tuple(e for e in profiles.ENERGY_EVENTS +
                          profiles.PERF_EVENTS if e in feats))
 
-    dom_ids = set()
-    for line_name, vals in root.items():
-        # L2 lines have the L2 caches' ids, the others the L3 ones.
-        if not line_name.startswith('L2'):
-            dom_ids |= set(vals)
-    for entry in tree.listdir('resctrl', 'mon_data'):
-        if entry.startswith('mon_L3_'):
-            dom_ids.add(int(entry[len('mon_L3_'):]))
-    sizes = {}
-    for line_name, vals in _schemata(tree.read('resctrl', 'size')).items():
-        if line_name.startswith('L3'):
-            for dom, val in vals.items():
-                sizes.setdefault(dom, int(val))
-    sizes.update(l3_sizes)
+    dom_ids, l2_ids = inference.domain_ids(tree, info_dirs, root)
     if not dom_ids:
-        dom_ids = set(l3_sizes) or {0}
+        dom_ids = tuple(sorted(l3_sizes)) or (0,)
+    sizes = _cache_sizes(tree, root, 'L3', l3)
+    sizes.update(l3_sizes)
+    l2_sizes = _cache_sizes(tree, root, 'L2', l2_cat)
     default_size = max(sizes.values()) if sizes else 32 * profiles.MIB
     domains = tuple(profiles.CacheDomain(d, sizes.get(d, default_size))
-                    for d in sorted(dom_ids))
+                    for d in dom_ids)
     if mon and threshold is not None and threshold != mon.threshold(
             domains[0].l3_size):
         # Writable values are served as captured, not recomputed: the
@@ -299,12 +271,15 @@ def load(directory, name=None):
     l1d = kinds.get((1, 'Data'), (g.l1d_size, g.l1_ways, g.line_size))
     l1i = kinds.get((1, 'Instruction'), (g.l1i_size, g.l1_ways,
                                          g.line_size))
-    l2 = kinds.get((2, 'Unified'), (g.l2_size, g.l2_ways, g.line_size))
+    l2 = kinds.get((2, 'Unified'), (
+        max(l2_sizes.values()) if l2_sizes else g.l2_size, g.l2_ways,
+        g.line_size))
     l3c = kinds.get((3, 'Unified'), (0, l3.cbm_len if l3 else g.l3_ways,
                                      g.line_size))
     geometry = profiles.CacheGeometry(
         l1d_size=l1d[0], l1i_size=l1i[0], l1_ways=l1d[1] or g.l1_ways,
-        l2_size=l2[0], l2_ways=l2[1] or g.l2_ways,
+        l2_size=l2[0], l2_ways=l2[1] or (
+            l2_cat.cbm_len if l2_cat else g.l2_ways),
         l3_ways=l3c[1] or g.l3_ways, line_size=l1d[2] or g.line_size)
     cpu = None
     if host.get('vendor') and host.get('family') is not None:
@@ -312,16 +287,77 @@ def load(directory, name=None):
                              host.get('model') or 0,
                              host.get('stepping') or 0)
     description = 'captured host (%s, Linux %s)' % (
-        host.get('vendor', 'unknown vendor'), host.get('kernel', '?'))
+        host.get('vendor', '%s, inferred' % vendor),
+        host.get('kernel', '?'))
     if notes:
         description += '; ' + '; '.join(notes)
     return profiles.Profile(
         name=name or os.path.basename(os.path.normpath(directory)),
         description=description, vendor=vendor, domains=domains, l3=l3,
-        l2=l2_cat, l2_ids=l2_ids if l2_cat else (),
+        l2=l2_cat,
+        l2_ids=inference.l2_layout(dom_ids, l2_ids, l2_topo)
+        if l2_cat else (),
         mb=mb, smba=smba, mon=mon, cdp='cdp' in opts, mba_mbps=mba_mbps,
         geometry=geometry, cpu=cpu, cmdline=host.get('cmdline', ''),
-        snc_ways=snc, telemetry=telemetry, arch=arch)
+        snc_ways=snc, telemetry=telemetry, arch=arch,
+        all_domains_online=True,
+        root_schemata=tuple(
+            (line, tuple(sorted(vals.items())))
+            for line, vals in sorted(root.items())))
+
+
+def l2_cat_dirs(info_dirs):
+    return [d for d in info_dirs if d.startswith('L2')]
+
+
+def _cache_sizes(tree, root, level, res):
+    """``{domain: bytes}`` of a cache from the root's ``size`` and masks.
+
+    ``size`` shows the bytes of the root's mask, so the whole cache is
+    that times ``cbm_len`` over the mask's bits.
+    """
+    sizes = {}
+    for line_name, vals in _schemata(tree.rread('size')).items():
+        if not line_name.startswith(level) or not res:
+            continue
+        for dom, val in vals.items():
+            mask = root.get(line_name, {}).get(dom)
+            bits = bin(int(mask, 16)).count('1') if mask else res.cbm_len
+            if bits:
+                sizes.setdefault(dom, int(val) * res.cbm_len // bits)
+    return sizes
+
+
+def assumptions(profile, kernel, kernel_reason, limbo_delay=None,
+                mon_scale_given=False):
+    """Lines saying what the emulation of a capture assumed.
+
+    A capture cannot show the kernel release (unless ``host.json`` names
+    it), how long freed RMIDs stay in limbo, nor the bytes per counter
+    unit; these come from options with documented defaults.
+    """
+    lines = ['kernel %s (%s; --kernel to change)' % (kernel.spec,
+                                                     kernel_reason),
+             'RMID limbo checked every %gs (--limbo-delay to change)' % (
+                 1.0 if limbo_delay is None else limbo_delay)]
+    if profile.mon:
+        lines.append('counter unit %d bytes (%s; --mon-scale to change)' % (
+            profile.mon.mon_scale, 'given' if mon_scale_given else
+            'the %s default' % profile.vendor))
+    lines.append('vendor %s, mount options: %s' % (
+        profile.vendor, ','.join(profile.mount_options) or 'none'))
+    l2 = [str(i) for _, ids in profile.l2_ids for i in ids]
+    lines.append('domains: L3 %s%s' % (
+        ','.join(str(d.id) for d in profile.domains),
+        '; L2 %s' % ','.join(l2) if l2 else ''))
+    return lines
+
+
+def guess_kernel(directory):
+    """``(spec, reason)``: the kernel a capture came from (inference)."""
+    tree = _Tree(directory)
+    host = json.loads(tree.read('host.json') or '{}')
+    return inference.guess_kernel(tree, tree.rlist('info'), host)
 
 
 class _NoThreads(object):

@@ -198,7 +198,7 @@ def _tail(path, lines=20):
 def mount(mountpoint, profile='reference', control_socket=None,
           legacy=False, limbo_delay=None, log_path=None, timeout=30.0,
           debug=False, kernel=None, cmdline=None, from_tree=None,
-          mba_effect=False, osrelease=None):
+          mba_effect=False, osrelease=None, mon_scale=None):
     """Mount the emulated resctrl on *mountpoint* in a child process.
 
     :param profile: profile name (see :data:`profiles.PROFILES`).
@@ -206,11 +206,14 @@ def mount(mountpoint, profile='reference', control_socket=None,
         private temporary directory removed by :meth:`EmulatorHandle.stop`).
     :param legacy: behave as Linux 6.1 (``kernel='6.1'``).
     :param kernel: kernel spec, e.g. ``'6.1+bw_validate'`` (see
-        :mod:`~rdt_virt.emulator.kernels`; default: the newest release).
+        :mod:`~rdt_virt.emulator.kernels`; default: the newest release, or
+        with *from_tree* the one the capture came from).
     :param cmdline: kernel command line of the emulated boot (default: the
         profile's; ``rdt=`` options and CPU quirks decide what is enabled).
     :param from_tree: emulate the host captured in this directory (see
         :mod:`fromtree`); *profile* is then ignored.
+    :param mon_scale: with *from_tree*, bytes per counter unit (default:
+        the vendor's).
     :param limbo_delay: seconds between limbo checks (default 1.0).
     :param log_path: file for the child's output (default: next to the
         default control socket, or discarded).
@@ -223,7 +226,9 @@ def mount(mountpoint, profile='reference', control_socket=None,
     """
     if from_tree:
         from_tree = os.path.abspath(from_tree)
-        profile = fromtree.load(from_tree)
+        profile = fromtree.load(from_tree, mon_scale=mon_scale)
+        if kernel is None and not legacy:
+            kernel = fromtree.guess_kernel(from_tree)[0]
     else:
         profile = profiles.get_profile(profile)
     if kernel is None and legacy:
@@ -247,6 +252,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
     cmd[-1:-1] = ['--cmdline', cmdline]
     if from_tree:
         cmd[-1:-1] = ['--from-tree', from_tree]
+        if mon_scale:
+            cmd[-1:-1] = ['--mon-scale', str(mon_scale)]
     if limbo_delay is not None:
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:

@@ -129,6 +129,22 @@ class MutationLog(object):
         return [e for e in self.entries if e['seq'] > seq]
 
 
+def _captured_root(profile, config):
+    """Write a captured host's root schemata values into *config*.
+
+    Only values of schemas and domains this mount has: a capture from a
+    host mounted differently cannot add lines.
+    """
+    for name, values in profile.root_schemata:
+        line = config.get(name)
+        schema = profile.schema(name)
+        if line is None or schema is None:
+            continue
+        for dom, text in values:
+            if dom in line:
+                line[dom] = int(text, 16 if schema.is_cache else 10)
+
+
 class ResctrlModel(features.FeatureFiles):
     """The state of a mounted resctrl filesystem.
 
@@ -193,8 +209,11 @@ class ResctrlModel(features.FeatureFiles):
             self.ctrl_domains['L2'] = tuple(sorted(
                 profile.l2_domains(self.online_cpus)))
         # kernfs makes the root directory 0555.
-        self.root = Group('', CTRL, config=schemata.default_config(
-            profile, self.ctrl_domains), ctime=time.time(), dirmode=0o555)
+        config = schemata.default_config(profile, self.ctrl_domains)
+        if old is None:
+            _captured_root(profile, config)
+        self.root = Group('', CTRL, config=config, ctime=time.time(),
+                          dirmode=0o555)
         self.root.cpus = set(self.online_cpus)
         self.groups = collections.OrderedDict()
         self._members = {}
@@ -298,7 +317,8 @@ class ResctrlModel(features.FeatureFiles):
                 node = dom.id if self.snc == 1 else i * self.snc + k
                 for cpu in part:
                     self._cpu_nodes[cpu] = node
-                if part:
+                if part or (dom.id in blocks and
+                            profile.all_domains_online):
                     self.node_l3[node] = dom.id
         self.mon_domains = tuple(sorted(self.node_l3))
 

@@ -261,6 +261,15 @@ class Profile:
     telemetry: typing.Optional[Telemetry] = None
     #: ``'x86'`` or ``'mpam'`` (drivers/resctrl/mpam_resctrl.c, 7.1).
     arch: str = 'x86'
+    #: A captured host: every domain of :attr:`domains` (and of
+    #: :attr:`l2_ids`) was online when captured, so resctrl shows it even
+    #: when this machine has fewer CPUs than the host had domains.
+    all_domains_online: bool = False
+    #: The default group's schemata as captured, ``((schema, ((domain,
+    #: value text), ...)), ...)``: written once at the first mount, as the
+    #: captured host's operator had (a remount resets it, as the kernel
+    #: does). Empty: the kernel's defaults.
+    root_schemata: tuple = ()
 
     def siblings(self, online_cpus):
         """``{cpu: (other threads of its core)}`` of the emulated host."""
@@ -386,20 +395,15 @@ class Profile:
 
         CPUs are split in contiguous blocks in domain order; with fewer CPUs
         than domains each CPU gets its own domain and the remaining domains
-        stay offline (absent).
+        stay offline (absent), unless :attr:`all_domains_online`: then
+        they are present with no CPU, as the captured host showed them.
 
         :param online_cpus: iterable of CPU numbers.
         :returns: ``{domain_id: [cpu, ...]}`` for the online domains only.
         """
-        cpus = sorted(set(online_cpus))
-        n, k = len(cpus), len(self.domains)
-        out = {}
-        for i, dom in enumerate(self.domains):
-            block = cpus[i * n // k:(i + 1) * n // k] if n >= k else (
-                cpus[i:i + 1])
-            if block:
-                out[dom.id] = block
-        return out
+        return _blocks(sorted(set(online_cpus)),
+                       [d.id for d in self.domains],
+                       self.all_domains_online)
 
     def cpu_domains(self, online_cpus):
         """``{cpu: domain_id}``, the inverse of :meth:`assign_cpus`."""
@@ -421,12 +425,7 @@ class Profile:
             if not l2s:
                 out.update((cpu, [cpu]) for cpu in cpus)
                 continue
-            n, k = len(cpus), len(l2s)
-            for i, l2 in enumerate(l2s):
-                block = cpus[i * n // k:(i + 1) * n // k] if n >= k else (
-                    cpus[i:i + 1])
-                if block:
-                    out[l2] = block
+            out.update(_blocks(cpus, l2s, self.all_domains_online))
         return out
 
     def cache_topology(self, online_cpus):
@@ -495,6 +494,18 @@ class Profile:
                 for key, val in values.items():
                     files[base + key] = '%s\n' % val
         return files
+
+
+def _blocks(cpus, ids, keep_empty):
+    """``{id: [cpu, ...]}``: *cpus* in contiguous blocks over *ids*."""
+    n, k = len(cpus), len(ids)
+    out = {}
+    for i, dom in enumerate(ids):
+        block = cpus[i * n // k:(i + 1) * n // k] if n >= k else (
+            cpus[i:i + 1])
+        if block or keep_empty:
+            out[dom] = block
+    return out
 
 
 # The reference host: two-socket Xeon Gold 6252 (DESIGN.md section 1).

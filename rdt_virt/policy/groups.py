@@ -24,6 +24,7 @@ Instance uuids are validated, so no name is derived from anything a tenant
 can choose.
 """
 
+import functools
 import re
 import uuid as uuid_mod
 
@@ -56,6 +57,7 @@ def mon_group(prefix, uuid):
     return '%sm-%s' % (prefix, _uuid(uuid))
 
 
+@functools.lru_cache(maxsize=8192)
 def parse(prefix, name):
     """Classify a group name of rdt-virt.
 

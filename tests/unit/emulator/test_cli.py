@@ -22,6 +22,7 @@ import fixtures
 from rdt_virt.cmd import emulator as cli
 from rdt_virt.emulator import control
 from rdt_virt.emulator import launcher
+from tests import base
 from tests.unit.emulator import fakes
 
 
@@ -80,6 +81,25 @@ class CliTest(fakes.ModelTestCase):
         self.assertEqual(1, self.run_cli('mount', empty))
         self.assertIn('/nonexistent/fuse is missing',
                       self.stderr.getvalue())
+
+    def test_mount_from_tree_says_what_it_assumed(self):
+        capture = os.path.join(base.FIXTURES_DIR, 'captures',
+                               'spr-4410y-mba-mbps')
+        # The mount itself fails here (no mount point); what the emulator
+        # assumed is printed before it tries.
+        self.assertEqual(1, self.run_cli('mount', '--from-tree', capture,
+                                         '--mon-scale', '106496',
+                                         '/nonexistent/dir'))
+        err = self.stderr.getvalue()
+        for text in ('assumed kernel 6.8 (the capture\'s kernel release '
+                     '6.8.0-49-generic; --kernel to change)',
+                     'assumed RMID limbo checked every 1s',
+                     'assumed counter unit 106496 bytes (given;',
+                     'assumed vendor intel, mount options: mba_MBps',
+                     'assumed domains: L3 0,1; L2 0,1,2,3,4,5,6,7,8,9,10,'
+                     '11,64,65,'):
+            self.assertIn('rdt-virt-emulator: ' + text, err)
+        self.assertEqual('', self.stdout.getvalue())
 
     def test_missing_libfuse(self):
         self.useFixture(fixtures.MockPatch('ctypes.util.find_library',
