@@ -434,8 +434,8 @@ class _Planner(object):
                               uuid=uuid)
             fix = self.fixes.pop() if len(self.fixes) > before else None
             self._group_fix[key] = fix
-        if fix is not None:
-            # Appended once per instance, as ensure_group() does.
+        if fix is not None and fix not in self.fixes:
+            # Written once per group, as ensure_group() does.
             self.fixes.append(fix)
 
     def agent_schemata(self, mb_value):
@@ -762,13 +762,17 @@ def plan(instances, threads, snapshot, caps, settings, window=None,
         snapshot, caps, settings.prefix, planner.blocked,
         [(it.agent_group, set(it.tid_group)) for it in intents
          if it.threads is not None], needed)
-    for it in intents:
+    for i, it in enumerate(intents):
         if it.agent_group in aliases:
+            # A new intent: _intents() keeps the old one for later calls.
             needed.discard(it.agent_group)
-            it.agent_group = aliases[it.agent_group]
+            tid_group = {t: aliases.get(g, g)
+                         for t, g in it.tid_group.items()}
+            it = intents[i] = dataclasses.replace(
+                it, agent_group=aliases[it.agent_group], tid_group=tid_group,
+                wanted=frozenset(tid_group.values()),
+                tid_items=tuple(sorted(tid_group.items())))
             needed.add(it.agent_group)
-            it.tid_group = {t: aliases.get(g, g)
-                            for t, g in it.tid_group.items()}
     used = planner.used_masks() if snapshot.complete else {}
     for it in intents:
         if it.threads is None:
