@@ -50,6 +50,7 @@ from watcher.decision_engine.datasources import gnocchi as gnocchi_ds
 from watcher.decision_engine.model import element
 from watcher.decision_engine.strategy.strategies import base
 
+from watcher_plugin import compat
 from watcher_plugin import meters
 from watcher_plugin import relief
 
@@ -192,12 +193,13 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
             return specs
         missing = 0
         for server in servers:
-            if server.uuid not in specs:
+            uuid = compat.server_uuid(server)
+            if uuid not in specs:
                 continue
             flavor = server.flavor or {}
             if 'extra_specs' not in flavor:
                 missing += 1
-            specs[server.uuid] = flavor.get('extra_specs') or {}
+            specs[uuid] = flavor.get('extra_specs') or {}
         if missing:
             LOG.warning('Nova returned %d servers without their flavor\'s '
                         'extra specs: [nova] api_version must be 2.47 or '

@@ -68,16 +68,30 @@ class Server(object):
         self.flavor = {'original_name': 'f', 'extra_specs': extra_specs}
 
 
+class NovaclientServer(object):
+    """A server as Watcher 14 and 15 list it: novaclient's, uuid as id."""
+
+    def __init__(self, uuid, extra_specs):
+        self.id = uuid
+        self.flavor = {'original_name': 'f', 'extra_specs': extra_specs}
+
+    def __getattr__(self, name):
+        # novaclient's Resource: an attribute the API did not return.
+        raise AttributeError(name)
+
+
 class Nova(object):
     """NovaHelper's server listing, with each server's embedded flavor."""
 
-    def __init__(self, specs):
+    def __init__(self, specs, server=Server):
         self.specs = specs
+        self.server = server
         self.calls = 0
 
     def get_instance_list(self):
         self.calls += 1
-        return [Server(uuid, specs) for uuid, specs in self.specs.items()]
+        return [self.server(uuid, specs)
+                for uuid, specs in self.specs.items()]
 
 
 @testtools.skipIf(strategy is None, 'python-watcher is not installed')
@@ -203,6 +217,15 @@ class TestStrategy(base.TestCase):
         self.assertEqual(1, nova.calls)
         self.assertEqual({'protected', 'low-1', 'low-2'},
                          {c[1] for c in self.datasource.gnocchi.metric.calls})
+
+    def test_class_from_the_flavor_with_novaclient_servers(self):
+        # Watcher 14 and 15 list novaclient's servers (watcher_plugin.compat).
+        actions = self.run_strategy(
+            self.flavor_only_model(), self.points(
+                protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}),
+            nova=Nova(self.FLAVORS, server=NovaclientServer))
+        self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
+                                     for a in actions])
 
     def test_no_measure_at_all_fails_the_audit(self):
         e = self.assertRaises(
