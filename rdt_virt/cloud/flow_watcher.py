@@ -73,9 +73,12 @@ def _migrations(flow, plan):
 
 def _wait_status(flow, what, show, done, failed, timeout=600):
     def check():
-        status = flow.os(*show, '-c', 'State', '-f', 'value',
-                         show=False)[1].strip().splitlines()[-1:]
-        status = status[0] if status else ''
+        # The state's own line: openstackclient 7.5 (2025.1) adds a
+        # warning about the compute API version to every command's output.
+        lines = [line.strip() for line in flow.os(
+            *show, '-c', 'State', '-f', 'value', show=False)[1].splitlines()]
+        status = next((line for line in reversed(lines)
+                       if line in done or line in failed), '')
         if status in failed:
             # The flow's own failure (FlowError), without importing the
             # module that imports this one.
