@@ -6,8 +6,8 @@
 # Nova and Ceilometer) and runs the style checks, the unit tests, the
 # functional tests on the emulated RDT host (real libvirtd and KVM guests;
 # Gnocchi, from its own environment, for the telemetry tests), the unit
-# tests and the tests of Ceilometer's and Watcher's code on OpenStack 2025.1
-# and 2026.1 (tools/constraints), the sample config check, the docs, the release notes and, last, the test cloud's
+# tests and the tests of Watcher's code on OpenStack 2025.1 and 2026.1
+# (tools/constraints), the sample config check, the docs, the release notes and, last, the test cloud's
 # operator flow (real OpenStack services on two emulated RDT hosts; the
 # system packages of bindep's cloud profile). It ends with one line:
 # "N passed, N failed, N skipped".
@@ -16,15 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,release-2025.1,release-2026.1,genconfig,docs,releasenotes,cloud}
-# On 2025.1 and 2026.1 the test command runs the unit tests, Watcher's
-# model and Ceilometer's polling manager; Nova's harness of those releases
-# hangs now and then under eventlet (the testing guide), so it is a target
-# of its own until that is understood: tox -e release-2025.1 alone runs it.
-# Discovered from tests/functional/agent alone: importing the harness
-# would let Nova 31 patch eventlet into the agent's code under test.
-export RDT_VIRT_RELEASE_FUNCTIONAL=${RDT_VIRT_RELEASE_FUNCTIONAL:-'^tests\.functional\.agent\.test_telemetry\.TestCeilometer'}
-export RDT_VIRT_RELEASE_FUNCTIONAL_PATH=${RDT_VIRT_RELEASE_FUNCTIONAL_PATH:-./tests/functional/agent}
+# unit-2025.1 and unit-2026.1: the older SLURP releases' unit tests and
+# Watcher's model; their Nova harness is in the release-* targets.
+envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,unit-2025.1,unit-2026.1,genconfig,docs,releasenotes,cloud}
 
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh
