@@ -153,8 +153,6 @@ class Flow(object):
                   self.priority_boot)
         self.step('The controller throttles the low servers',
                   self.priority_throttled)
-        self.step('Watcher reads the classes from the flavors',
-                  self.watcher_classes)
         self.step('Pause the high server: the controller releases',
                   self.priority_released)
 
@@ -689,13 +687,6 @@ class Flow(object):
 
     def watcher_loop(self):
         flow_watcher.loop(self, self.WATCHER_THRESHOLD)
-
-    def watcher_classes(self):
-        names = ['high'] + self._low_names()
-        flow_watcher.classes(
-            self, names, dict({'high': 'high'}, **{
-                n: 'low' for n in self._low_names()}),
-            self.CONTROLLED, self.WATCHER_THRESHOLD)
 
     def delete_all(self):
         servers = self.os('server', 'list', parse=True, show=False)

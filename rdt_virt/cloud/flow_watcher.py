@@ -16,13 +16,9 @@
 :func:`loop` runs it: noisy low-priority servers beside the protected
 one, an audit with ``rdt_noisy_neighbor``, its action plan applied, a
 noisy server on the other host, and the protected server's work rate
-before and after. :func:`classes` audits the servers of the priority
-classes, whose class is only in their flavors' ``hw:rdt_priority``. All
-take the :class:`~rdt_virt.cloud.flow.Flow`.
+before and after. Both take the :class:`~rdt_virt.cloud.flow.Flow`.
 """
 
-import os
-import re
 import time
 
 from rdt_virt.sandbox import guest
@@ -120,7 +116,15 @@ def loop(flow, bandwidth_threshold):
                       u, 'memory.bandwidth.total'), timeout=300,
                   interval=10)
 
-    audit = _audit(flow, bandwidth_threshold)
+    _, text = flow.os('optimize', 'audit', 'create', '-g', GOAL, '-s',
+                      STRATEGY, '-p', 'period=900', '-p', 'granularity=300',
+                      '-p', 'bandwidth_threshold=%d' % bandwidth_threshold,
+                      '-p', 'refresh=true', '-f', 'value', '-c', 'UUID')
+    audit = text.strip().splitlines()[0]
+    _wait_status(flow, 'the audit', ('optimize', 'audit', 'show', audit),
+                 ('SUCCEEDED',), ('FAILED', 'CANCELLED'))
+    flow.table('optimize', 'audit', 'show', audit, '-c', 'UUID', '-c',
+               'State', '-c', 'Strategy', '-c', 'Parameters')
     plans = flow.os('optimize', 'actionplan', 'list', '--audit', audit,
                     parse=True)
     flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
@@ -148,56 +152,3 @@ def loop(flow, bandwidth_threshold):
              '(%s)' % (before / 2.0 ** 20, after / 2.0 ** 20,
                        'both hosts share this machine\'s two cores'))
     flow.os('server', 'delete', '--wait', *LOW)
-
-
-def _audit(flow, bandwidth_threshold):
-    """Create an audit with the strategy, wait for it; returns its UUID."""
-    _, text = flow.os('optimize', 'audit', 'create', '-g', GOAL, '-s',
-                      STRATEGY, '-p', 'period=900', '-p', 'granularity=300',
-                      '-p', 'bandwidth_threshold=%d' % bandwidth_threshold,
-                      '-p', 'refresh=true', '-f', 'value', '-c', 'UUID')
-    audit = text.strip().splitlines()[0]
-    _wait_status(flow, 'the audit', ('optimize', 'audit', 'show', audit),
-                 ('SUCCEEDED',), ('FAILED', 'CANCELLED'))
-    flow.table('optimize', 'audit', 'show', audit, '-c', 'UUID', '-c',
-               'State', '-c', 'Strategy', '-c', 'Parameters')
-    return audit
-
-
-def classes(flow, names, classes_of, host, bandwidth_threshold):
-    """The strategy reads the flavors' classes and the servers' measures.
-
-    The servers' class is only in their flavors' ``hw:rdt_priority``
-    (no ``watcher-priority`` metadata), which Watcher's compute model
-    lacks by default: the strategy reads it from Nova. What it read is in
-    the decision engine's log, one line per instance ("NAME on HOST:
-    CLASS, BYTES B/s, level LEVEL"). Whatever the plan, it is not
-    applied: the classes need MBA, which only ``host`` has.
-
-    :param classes_of: ``{name: class}`` the flavors give.
-    """
-    for name in names:
-        server = flow._show(name)
-        flow.expect(not (server.get('properties') or {}).get(
-            'watcher-priority'), '%s has no watcher-priority metadata' % name)
-        flow.wait('measures of %s in Gnocchi' % name,
-                  lambda u=server['id']: flow._gnocchi_measures(
-                      u, 'memory.bandwidth.total'), timeout=300,
-                  interval=10)
-    log = flow.cloud.daemons.log_file('watcher-decision-engine')
-    start = os.path.getsize(log) if os.path.exists(log) else 0
-    audit = _audit(flow, bandwidth_threshold)
-    with open(log, errors='replace') as f:
-        f.seek(start)
-        text = f.read()
-    read = {}
-    for name in names:
-        found = re.findall(r'\b%s on %s: (\w+), ([0-9.e+]+|None) B/s' % (
-            re.escape(name), re.escape(host)), text)
-        read[name] = found[-1] if found else None
-        flow.out('  %s: %s' % (name, read[name] and '%s, %s B/s' % read[name]
-                               or 'not in the decision engine log'))
-    flow.expect(all(read[n] and read[n][0] == classes_of[n] and
-                    read[n][1] != 'None' for n in names),
-                'the audit %s read each server\'s class from its flavor '
-                'and its bandwidth from Gnocchi' % audit)

@@ -90,8 +90,5 @@ class TestCloud(base.CloudTestCase):
     def test_8b_controller_throttles_the_low_servers(self):
         self.run_step(self.flow.priority_throttled)
 
-    def test_8bb_watcher_reads_the_classes_from_the_flavors(self):
-        self.run_step(self.flow.watcher_classes)
-
     def test_8c_pause_releases_the_low_servers(self):
         self.run_step(self.flow.priority_released)
