@@ -12,7 +12,9 @@
 
 """Base classes and helpers shared by the unit and functional tests."""
 
+import ctypes.util
 import os
+import shutil
 
 import fixtures
 from oslo_config import fixture as config_fixture
@@ -54,3 +56,12 @@ class TestCase(testtools.TestCase):
         if in_ci():
             self.fail('missing prerequisite in CI: %s' % reason)
         self.skipTest(reason)
+
+    def require_fuse(self):
+        """:meth:`require` what mounting the emulated resctrl needs."""
+        self.require(os.geteuid() == 0, 'the FUSE mount needs root')
+        self.require(os.path.exists('/dev/fuse'), '/dev/fuse is missing')
+        self.require(ctypes.util.find_library('fuse3'),
+                     'libfuse3 is not installed')
+        self.require(shutil.which('fusermount3') or shutil.which('umount'),
+                     'fusermount3 is not installed')

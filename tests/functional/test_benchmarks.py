@@ -22,12 +22,10 @@ not run here.
 """
 
 import contextlib
-import ctypes.util
 import importlib
 import io
 import logging
 import os
-import shutil
 import sys
 
 from tests import base
@@ -40,12 +38,7 @@ class AgentBenchmarkTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.require(os.geteuid() == 0, 'the FUSE mount needs root')
-        self.require(os.path.exists('/dev/fuse'), '/dev/fuse is missing')
-        self.require(ctypes.util.find_library('fuse3'),
-                     'libfuse3 is not installed')
-        self.require(shutil.which('fusermount3') or shutil.which('umount'),
-                     'fusermount3 is not installed')
+        self.require_fuse()
         self.common = importlib.import_module('agent_common')
         # EmulatedHost quiets logging process-wide; give it back.
         self.addCleanup(logging.disable, logging.NOTSET)

@@ -19,9 +19,7 @@ fixed so that CI is reproducible; ``RDT_VIRT_CHAOS_SEED`` picks another,
 the command that replays it.
 """
 
-import ctypes.util
 import os
-import shutil
 
 from testtools import content
 
@@ -40,12 +38,7 @@ class TestChaos(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.require(os.geteuid() == 0, 'the FUSE mount needs root')
-        self.require(os.path.exists('/dev/fuse'), '/dev/fuse is missing')
-        self.require(ctypes.util.find_library('fuse3'),
-                     'libfuse3 is not installed')
-        self.require(shutil.which('fusermount3') or shutil.which('umount'),
-                     'fusermount3 is not installed')
+        self.require_fuse()
 
     def test_faults_under_load(self):
         lines = []

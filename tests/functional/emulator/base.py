@@ -12,7 +12,6 @@
 
 """A real FUSE mount of the emulator for functional tests."""
 
-import ctypes.util
 import os
 import shutil
 import subprocess
@@ -63,12 +62,7 @@ class EmulatorTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.require(os.geteuid() == 0, 'the FUSE mount needs root')
-        self.require(os.path.exists('/dev/fuse'), '/dev/fuse is missing')
-        self.require(ctypes.util.find_library('fuse3'),
-                     'libfuse3 is not installed')
-        self.require(shutil.which('fusermount3') or shutil.which('umount'),
-                     'fusermount3 is not installed')
+        self.require_fuse()
         self.emulator = self.useFixture(EmulatorFixture(
             self.profile, self.kernel, **self.mount_kwargs))
         self.root = self.emulator.mountpoint
