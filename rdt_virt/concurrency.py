@@ -51,12 +51,29 @@ def native(name):
     return importlib.import_module(name)
 
 
+def _on_hub_thread():
+    """Whether the caller runs on the OS thread of eventlet's green threads.
+
+    That is the main thread: the patched ``threading.main_thread()`` still
+    names it, while only the original ``_thread`` tells OS threads apart.
+    """
+    import threading
+
+    from eventlet import patcher
+    return (patcher.original('_thread').get_ident() ==
+            threading.main_thread().ident)
+
+
 def blocking(fn, *args):
     """``fn(*args)``, on a real OS thread where the process is patched.
 
-    The calling green thread waits for it; the others go on.
+    The calling green thread waits for it; the others go on. A caller that
+    is itself a real thread (the agent's loop in a patched test process)
+    calls directly: it stops nobody else, and eventlet's thread pool
+    answers only the hub of the main thread, so waiting on it from another
+    OS thread would never end.
     """
-    if patched():
+    if patched() and _on_hub_thread():
         from eventlet import tpool
         return tpool.execute(fn, *args)
     return fn(*args)

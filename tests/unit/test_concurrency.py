@@ -49,6 +49,29 @@ thread.wait()
 print(','.join(order))
 '''
 
+# The agent's loop runs on a real thread in a patched process (the
+# functional tests' runner is patched): its resctrl lock is taken there
+# first, then by a green thread of the main one. Both must get it.
+_NATIVE_FIRST = '''
+import eventlet
+eventlet.monkey_patch()
+import sys
+from eventlet import patcher
+from rdt_virt.resctrl import fs
+threading = patcher.original('threading')
+res = fs.Resctrl(sys.argv[1])
+done = []
+def take(who):
+    with res.lock():
+        done.append(who)
+thread = threading.Thread(target=take, args=('native',), daemon=True)
+thread.start()
+thread.join(10)
+eventlet.spawn(take, 'green').wait()
+take('main')
+print(','.join(done))
+'''
+
 
 class TestUnderEventlet(base.TestCase):
 
@@ -69,6 +92,15 @@ class TestUnderEventlet(base.TestCase):
         root = tempfile.mkdtemp()
         self.addCleanup(os.rmdir, root)
         self.assertEqual('first,second', self.run_patched(_CONTENDED, root))
+
+    def test_a_real_thread_takes_the_lock_without_the_hub(self):
+        # With the pool's answer bound to the hub of the thread that first
+        # used it, the real thread waited forever, and so did every later
+        # green caller.
+        root = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, root)
+        self.assertEqual('native,green,main',
+                         self.run_patched(_NATIVE_FIRST, root, timeout=20))
 
     def test_native_modules_under_eventlet(self):
         out = self.run_patched(
