@@ -31,6 +31,8 @@ on top:
   (``group="instance"``: MBps and AMD values, which libvirt cannot write).
 * the protection class (``hw:rdt_priority``) of the metadata element, for
   the controller; ``normal`` when the domain has no such element.
+* the owning project's id from Nova's element, which the agent only
+  publishes (telemetry per project); None when Nova's element has none.
 """
 
 import uuid as uuid_mod
@@ -205,4 +207,5 @@ def parse(xml, default_monitor=True):
     return model.Instance(uuid=uuid, name=dom.name,
                           domain_id=domain_id, allocations=allocs,
                           bandwidth=bandwidth, monitor=monitor,
-                          policy=policy, priority=priority)
+                          policy=policy, priority=priority,
+                          project_id=dom.project_id)

@@ -84,6 +84,9 @@ class Instance:
         default_factory=dict)
     # hw:rdt_priority: 'high', 'normal' or 'low'.
     priority: str = 'normal'
+    # The owning project's id (Nova's <nova:owner>), for telemetry only;
+    # None when the domain does not say.
+    project_id: typing.Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,18 @@ The agent learns an instance's desired state from its domain: libvirt's
 ``<rdtvirt:rdt>`` metadata (see :mod:`rdt_virt.libvirt.config`), and
 whether Nova owns the domain at all (Nova writes a ``<nova:instance>``
 element into ``<metadata>``; rdt-virt leaves every other domain alone).
+
+From Nova's element it also reads the project that owns the instance, for
+the telemetry a tenant may see: Nova's ``LibvirtConfigGuestMetaNovaOwner``
+writes ``<nova:owner><nova:project uuid="PROJECT ID">project
+name</nova:project></nova:owner>``, the ``uuid`` attribute being the
+Keystone project id (32 hex digits, no dashes, as Keystone makes them).
 """
 
 import dataclasses
 import typing
+
+from lxml import etree
 
 from rdt_virt.libvirt import config
 from rdt_virt.libvirt import xmlutil
@@ -31,6 +39,8 @@ NOVA_NAMESPACES = (NOVA_NAMESPACE,
                    'http://openstack.org/xmlns/libvirt/nova/1.0')
 
 _WHAT = 'domain'
+# Nova's instances.project_id column holds at most 255 characters.
+MAX_PROJECT_ID = 255
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +61,9 @@ class DomainRDT(object):
     memorytunes: typing.Tuple[config.MemoryTune, ...] = ()
     #: rdt-virt's metadata element, or None.
     metadata: typing.Optional[config.RDTMetadata] = None
+    #: The owning project's id (``<nova:owner><nova:project uuid>``), or
+    #: None when Nova's element has no usable one.
+    project_id: typing.Optional[str] = None
 
     @property
     def vcpu_ids(self):
@@ -93,12 +106,13 @@ class DomainRDT(object):
         rdt = [c for c in meta_children if c.tag == config.RDTMetadata.TAG]
         if len(rdt) > 1:
             raise xmlutil.invalid(_WHAT, 'two rdt-virt metadata elements')
-        nova = any(c.tag == '{%s}instance' % ns for c in meta_children
-                   for ns in NOVA_NAMESPACES)
+        nova = [c for c in meta_children for ns in NOVA_NAMESPACES
+                if c.tag == '{%s}instance' % ns]
         return cls(
             uuid=uuid, name=name, vcpus=vcpus,
             current_vcpus=vcpus if current is None else current,
-            nova_owned=nova,
+            nova_owned=bool(nova),
+            project_id=project_id(nova[0]) if len(nova) == 1 else None,
             cachetunes=tuple(config.CacheTune.from_element(t)
                              for t in tunes if t.tag == 'cachetune'),
             memorytunes=tuple(config.MemoryTune.from_element(t)
@@ -110,6 +124,29 @@ class DomainRDT(object):
     def from_xml(cls, text):
         """Read a domain XML string (``virDomain.XMLDesc()``)."""
         return cls.from_element(xmlutil.parse_xml(text, _WHAT))
+
+
+def project_id(instance):
+    """The project id of Nova's ``<nova:instance>`` element, or None.
+
+    Telemetry only: an owner that is missing or cannot be read (no
+    ``<nova:owner>``, no or several ``<nova:project>``, an id that is
+    empty or has blanks or control characters, or is longer than Nova
+    stores) leaves the instance without a project; it never makes the
+    domain unreadable, whose RDT policy the agent must still apply.
+    """
+    ns = etree.QName(instance).namespace
+    owners = instance.findall('{%s}owner' % ns)
+    if len(owners) != 1:
+        return None
+    projects = owners[0].findall('{%s}project' % ns)
+    if len(projects) != 1:
+        return None
+    value = projects[0].get('uuid')
+    if (not value or len(value) > MAX_PROJECT_ID or not value.isprintable()
+            or any(c.isspace() for c in value)):
+        return None
+    return value
 
 
 def _text(el, tag):

@@ -186,6 +186,21 @@ class TestParse(base.TestCase):
         self.assertFalse(desired.parse(domain(), default_monitor=False)
                          .monitor)
 
+    def test_project_of_the_owner(self):
+        self.assertEqual('5e0d2f4a6b8c4d1e8f0a2b4c6d8e0f1a', desired.parse(
+            fixture('domain-nova-rdt.xml')).project_id)
+        # Nova's element without an owner.
+        self.assertIsNone(desired.parse(domain()).project_id)
+        # A malformed owner costs the project, never the instance.
+        owner = NOVA.replace(
+            '</nova:instance>', '<nova:owner><nova:project uuid="a b">x'
+            '</nova:project></nova:owner></nova:instance>')
+        inst = desired.parse(domain(
+            "<memorytune vcpus='0-1'><node id='0' bandwidth='30'/>"
+            "</memorytune>", metadata=owner))
+        self.assertIsNone(inst.project_id)
+        self.assertEqual(1, len(inst.allocations))
+
     def test_garbage(self):
         self.assertRaises(exception.InvalidXML, desired.parse, '<domain')
         self.assertRaises(exception.InvalidXML, desired.parse, domain(

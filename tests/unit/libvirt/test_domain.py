@@ -19,6 +19,8 @@ from tests.unit.libvirt import xmlassert
 from tests.unit.resctrl import variants
 
 KIB = 1024
+# The owner's project of domain-nova-rdt.xml: a Keystone project id.
+PROJECT = '5e0d2f4a6b8c4d1e8f0a2b4c6d8e0f1a'
 
 
 def _domain(inner, vcpu="<vcpu>2</vcpu>", name='<name>d</name>',
@@ -47,7 +49,8 @@ class TestFixtures(xmlassert.XMLTestCase):
             metadata=config.RDTMetadata(
                 config.MemBwMetadata('percent', 20, 'instance', 15),
                 monitor=True,
-                caches=(config.CacheMetadata(3, 'both', 4096),)))
+                caches=(config.CacheMetadata(3, 'both', 4096),)),
+            project_id=PROJECT)
         self.assertEqual(expected, dom)
         self.assertTrue(dom.has_rdt)
         self.assertEqual(frozenset(range(4)), dom.vcpu_ids)
@@ -99,6 +102,62 @@ class TestLiteral(xmlassert.XMLTestCase):
                            % ns)
             self.assertEqual(owned,
                              domain.DomainRDT.from_xml(text).nova_owned, ns)
+
+    def test_project_of_novas_owner(self):
+        project = ('<n:project uuid="%s">demo</n:project>'
+                   % PROJECT)
+        user = '<n:user uuid="8c6b1a2e0f2b4b7e9a3c5d7e9f1a3b5c">u</n:user>'
+        for owner, expected in [
+                ('<n:owner>%s%s</n:owner>' % (user, project),
+                 PROJECT),
+                # Only the attribute counts, not the project's name.
+                ('<n:owner><n:project uuid="p-1"/></n:owner>', 'p-1'),
+                # No owner, no project, no or an unusable id.
+                ('', None),
+                ('<n:owner>%s</n:owner>' % user, None),
+                ('<n:owner><n:project>demo</n:project></n:owner>', None),
+                ('<n:owner><n:project uuid="">x</n:project></n:owner>',
+                 None),
+                ('<n:owner><n:project uuid=" %s">x</n:project></n:owner>'
+                 % PROJECT, None),
+                ('<n:owner><n:project uuid="a&#10;b"/></n:owner>', None),
+                ('<n:owner><n:project uuid="a&#x7f;b"/></n:owner>', None),
+                ('<n:owner><n:project uuid="%s"/></n:owner>' % ('f' * 256),
+                 None),
+                # Two answers are none.
+                ('<n:owner>%s%s</n:owner>' % (project, project), None),
+                ('<n:owner>%s</n:owner><n:owner>%s</n:owner>'
+                 % (project, project), None),
+                # Another namespace's owner is not Nova's.
+                ('<o:owner xmlns:o="http://example.com/o"><o:project '
+                 'uuid="p-2"/></o:owner>', None)]:
+            for ns in domain.NOVA_NAMESPACES:
+                text = _domain('<metadata><n:instance xmlns:n="%s">%s'
+                               '</n:instance></metadata>' % (ns, owner))
+                dom = domain.DomainRDT.from_xml(text)
+                self.assertTrue(dom.nova_owned)
+                self.assertEqual(expected, dom.project_id, owner)
+        # Not Nova's domain, or two Nova elements: no project.
+        self.assertIsNone(domain.DomainRDT.from_xml(_domain(
+            '<metadata><o:instance xmlns:o="http://example.com/nova">'
+            '<o:owner><o:project uuid="p"/></o:owner></o:instance>'
+            '</metadata>')).project_id)
+        twice = ''.join('<n:instance xmlns:n="%s"><n:owner><n:project '
+                        'uuid="p"/></n:owner></n:instance>' % ns
+                        for ns in domain.NOVA_NAMESPACES)
+        dom = domain.DomainRDT.from_xml(_domain('<metadata>%s</metadata>'
+                                                % twice))
+        self.assertEqual((True, None), (dom.nova_owned, dom.project_id))
+
+    def test_project_as_nova_writes_it(self):
+        from nova.virt.libvirt import config as vconfig
+        owner = vconfig.LibvirtConfigGuestMetaNovaOwner()
+        owner.userid, owner.username = 'u-1', 'demo'
+        owner.projectid, owner.projectname = PROJECT, 'N/A'
+        text = _domain('<metadata><nova:instance xmlns:nova="%s">%s'
+                       '</nova:instance></metadata>'
+                       % (vconfig.NOVA_NS, owner.to_xml()))
+        self.assertEqual(PROJECT, domain.DomainRDT.from_xml(text).project_id)
 
     def test_tunes_outside_cputune_are_ignored(self):
         text = _domain("<cachetune vcpus='0'><cache id='0' level='3' "
