@@ -23,6 +23,9 @@ must ignore what they do not know):
   instances with values in this sample);
 * per instance, ``domain`` (libvirt name) and ``counters`` (the group whose
   RMID counts it);
+* per instance, ``project_id``: the owning project from Nova's metadata
+  (null when the domain does not say), which the Prometheus endpoint
+  turns into the label Aetos filters tenants' queries on;
 * per instance, ``level`` is the controller's level in force in the
   instance's ``group``; ``level_next`` (only while it differs) the level
   the controller decided at this sample, which the next tick applies;
@@ -89,6 +92,7 @@ def build(time, interval, instances, placements, rates, rotation=None,
             'counters': counters,
             'policy': dict(inst.policy),
             'priority': inst.priority,
+            'project_id': inst.project_id,
             'level': (levels or {}).get(uuid),
             'mb_limit': (limits or {}).get(uuid),
             'mbm_total_bps': _round(rate.mbm_total_bps),

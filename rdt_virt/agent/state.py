@@ -43,11 +43,20 @@ Document (JSON)::
              "level_next": 10,            # decided, applied at the next
                                           # tick (only while it differs)
              "mb_limit": 50,              # MBA value in force (low only)
+             "project_id": "5e0d2f4a...", # owning project (Nova's
+                                          # <nova:owner>), null: unknown
              "reason": null}}}          # why values are null, if they are
 
 Rates are bytes per second over the last interval; null means no value
 (not monitored, counter unavailable, first sample, rotated out), and
 ``reason`` says which.
+
+The version changes only when a reader of the previous one would misread
+the document. A field is added without a new version: :func:`parse` keeps
+fields it does not know, and every reader ignores them, so a reader one
+release older reads a newer agent's document (``project_id`` came this
+way). A reader must likewise accept a document without a field added
+after version 1, as an older agent writes it.
 
 Who writes it and what readers trust: only the agent's user can write the
 file (its directory, ``/run/rdt-virt``, belongs to that user; the file is
@@ -84,7 +93,7 @@ _NUMBERS = ('mbm_total_bps', 'mbm_local_bps', 'llc_occupancy_bytes',
             'mon_coverage', 'power_watts', 'energy_joules', 'activity_fps',
             'level', 'level_next', 'mb_limit')
 _TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason',
-          'priority')
+          'priority', 'project_id')
 
 
 def write(path, doc):

@@ -102,3 +102,19 @@ class TestBuild(base.TestCase):
         back = state.read(path)
         self.assertEqual(120.25, back['instances'][f.U1]['energy_joules'])
         self.assertIsNone(back['instances'][f.U2]['power_watts'])
+
+    def test_project_of_each_instance(self):
+        instances = {
+            f.U1: model.Instance(f.U1, 'instance-1', 1, monitor=True,
+                                 project_id='5e0d2f4a6b8c4d1e8f0a2b4c'),
+            f.U2: f.inst(f.U2)}
+        doc = publish.build(1.0, 10.0, instances, {}, {})
+        self.assertEqual('5e0d2f4a6b8c4d1e8f0a2b4c',
+                         doc['instances'][f.U1]['project_id'])
+        self.assertIsNone(doc['instances'][f.U2]['project_id'])
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 's')
+        state.write(path, doc)
+        back = state.read(path)['instances']
+        self.assertEqual('5e0d2f4a6b8c4d1e8f0a2b4c',
+                         back[f.U1]['project_id'])
+        self.assertIsNone(back[f.U2]['project_id'])

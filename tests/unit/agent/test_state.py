@@ -142,6 +142,42 @@ class TestHostileStateFile(base.TestCase):
         # The other instance keeps its values.
         self.assertEqual(1.5e8, parsed['instances']['b']['mbm_total_bps'])
 
+    def test_project_id_is_optional(self):
+        # An older agent's document has no project_id: read as it is.
+        older = agent_document()
+        state.write(self.path, older)
+        parsed = state.read(self.path)
+        self.assertNotIn('project_id', parsed['instances']['a'])
+        self.assertEqual(older['instances'], parsed['instances'])
+        # This agent's document has it, text or null, in version 1.
+        newer = agent_document()
+        newer['instances']['a']['project_id'] = 'f1a2b3c4d5e6'
+        newer['instances']['b']['project_id'] = None
+        state.write(self.path, newer)
+        parsed = state.read(self.path)
+        self.assertEqual(1, parsed['version'])
+        self.assertEqual(newer['instances'], parsed['instances'])
+        # Not text: null, like every text field; the rest stays.
+        newer['instances']['a']['project_id'] = {'id': 'x'}
+        state.write(self.path, newer)
+        a = state.read(self.path)['instances']['a']
+        self.assertIsNone(a['project_id'])
+        self.assertEqual(1.5e8, a['mbm_total_bps'])
+
+    def test_reader_of_the_release_before_reads_the_project(self):
+        # A reader that knows no project_id (the previous release's
+        # checks, which differ only in the text fields they know) keeps
+        # the document and its values; the field passes through.
+        self.useFixture(fixtures.MonkeyPatch(
+            'rdt_virt.agent.state._TEXTS',
+            tuple(k for k in state._TEXTS if k != 'project_id')))
+        doc = agent_document()
+        doc['instances']['a']['project_id'] = 'f1a2b3c4d5e6'
+        state.write(self.path, doc)
+        parsed = state.read(self.path)
+        self.assertIsNotNone(parsed)
+        self.assertEqual(doc['instances'], parsed['instances'])
+
     def test_misplaced_files_refused(self):
         state.write(self.path, agent_document())
         self.assertIsNotNone(state.read(self.path))
