@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_privsep import priv_context
 
@@ -81,6 +82,9 @@ def start_prometheus(agent, conf=CONF):
         return dict(agent.totals, tick_cpu=agent.last_tick.cpu)
 
     try:
+        # Read here: oslo.config checks a value when it is read, and a bad
+        # label name costs the metrics only.
+        project_label = opts.prometheus_project_label
         server = prometheus.serve(
             opts.prometheus_host, opts.prometheus_port,
             lambda: agent.last_doc, totals,
@@ -88,8 +92,9 @@ def start_prometheus(agent, conf=CONF):
             group_prefix=conf.rdt.group_prefix,
             certfile=opts.prometheus_tls_cert,
             keyfile=opts.prometheus_tls_key,
-            client_cafile=opts.prometheus_tls_client_ca)
-    except exception.InvalidConfig as e:
+            client_cafile=opts.prometheus_tls_client_ca,
+            project_label=project_label)
+    except (exception.InvalidConfig, cfg.ConfigFileValueError) as e:
         # Metrics are not worth stopping the agent's real work for.
         LOG.error('Not serving Prometheus metrics: %s', e)
         return None

@@ -22,6 +22,15 @@ from oslo_config import cfg
 
 from rdt_virt.i18n import _
 
+# Labels of the agent's per-instance series
+# (rdt_virt.telemetry.prometheus) and those Prometheus gives every target:
+# the project label may take none of these names.
+TAKEN_LABELS = ('instance_uuid', 'domain', 'group', 'setting', 'class',
+                'unit', 'instance', 'job')
+# A Prometheus label name (not reserved: no leading "__"), not taken.
+PROJECT_LABEL_REGEX = r'\A(?!__)(?!(?:%s)\Z)[a-zA-Z_][a-zA-Z0-9_]*\Z' % (
+    '|'.join(TAKEN_LABELS))
+
 agent_group = cfg.OptGroup(
     'rdt_agent',
     title=_('rdt-virt-agent options'),
@@ -233,6 +242,38 @@ Label the per-instance metrics with the libvirt domain name (``domain``
 label) and the name of libvirt's per-instance group. Off by default: the
 metrics name an instance only by its UUID, and libvirt's groups (whose
 names contain the domain name) appear as ``group="libvirt"``.
+""")),
+    cfg.StrOpt(
+        'prometheus_project_label',
+        default='project',
+        regex=PROJECT_LABEL_REGEX,
+        help=_("""
+Name of the label that carries the owning project's id on every
+per-instance series of the Prometheus endpoint.
+
+Aetos, the Keystone-authenticated proxy in front of Prometheus, lets a
+non-admin user query only the series whose label named by its
+``[prometheus] project_label_name`` (default ``project``) holds the user's
+project id. Give both options the same name so that tenants see their own
+servers' series through Aetos. The value is the project id that Nova
+writes into the domain's metadata (``<nova:owner><nova:project uuid>``).
+An instance whose metadata names no project gets an empty value, which
+Prometheus treats as no label at all: only admins see its series.
+Host-wide series (``rdt_virt_host_*``, ``rdt_virt_domain_*``,
+``rdt_virt_agent_*``) carry no project.
+
+Possible values:
+
+* A Prometheus label name: letters, digits and ``_``, not starting with a
+  digit or with ``__``; not a label the endpoint uses already
+  (``instance_uuid``, ``domain``, ``group``, ``setting``, ``class``,
+  ``unit``), nor one Prometheus sets on every target it scrapes
+  (``instance``, ``job``: it would rename ours ``exported_<name>``).
+  The agent refuses any other value and serves no metrics.
+
+Related options:
+
+* ``prometheus_port``
 """)),
     cfg.BoolOpt(
         'controller_enabled',

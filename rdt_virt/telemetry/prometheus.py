@@ -15,8 +15,8 @@
 A custom collector turns the latest host state document into metrics at
 scrape time, so the endpoint serves exactly what the state file says:
 
-Per instance (labels ``instance_uuid`` and ``group``; ``domain`` too with
-``[rdt_agent] prometheus_instance_names``):
+Per instance (labels ``instance_uuid``, ``group`` and the project label;
+``domain`` too with ``[rdt_agent] prometheus_instance_names``):
 
 * ``rdt_virt_instance_memory_bandwidth_total_bytes_per_second``
 * ``rdt_virt_instance_memory_bandwidth_local_bytes_per_second``
@@ -59,6 +59,16 @@ absent while it is not held), ``rdt_virt_instance_controller_throttled``
 
 Instances without a value are left out of a series rather than reported
 as 0.
+
+The project label (``project`` unless ``[rdt_agent]
+prometheus_project_label`` says otherwise) holds the owning project's id
+from the state file (Nova's ``<nova:owner>``) on every per-instance series,
+the protection and controller ones included, so that Aetos, which lets a
+non-admin user read only the series whose project label is the user's
+project, shows tenants their own servers. It is empty for an instance
+whose domain names no project (Prometheus treats an empty label as
+absent). The host, domain and agent series carry none: they are the
+operator's.
 
 Exposure: the endpoint listens on loopback by default. Any other address
 needs TLS (certificate and key; a client CA makes it mutual TLS), so that
@@ -137,11 +147,16 @@ _DOMAIN = (
      'Active high-priority instances on the domain'),
 )
 LABELS = ['instance_uuid', 'group']
+#: The label Aetos restricts tenants' queries on, by default
+#: (``[rdt_agent] prometheus_project_label``).
+PROJECT_LABEL = 'project'
 # The suffix of a requested value in a state file policy (the agent's
 # rdt_virt.agent.desired.REQUESTED; not imported, this module runs where
 # only the state file is).
 REQUESTED = '_requested'
 NAME_LABELS = ['instance_uuid', 'domain', 'group']
+# Labels some per-instance families add to those above.
+EXTRA_LABELS = ('setting', 'class', 'unit')
 
 
 def _number(value):
@@ -170,22 +185,37 @@ class StateCollector(object):
         groups.
     :param group_prefix: rdt-virt's group prefix (``[rdt] group_prefix``);
         other groups are libvirt's.
+    :param project_label: name of the label holding each instance's
+        project id (``[rdt_agent] prometheus_project_label``).
+    :raises: InvalidConfig for a project label that another label of the
+        per-instance series has already.
     """
 
     def __init__(self, get_doc, get_totals=None, instance_names=False,
-                 group_prefix='rdtvirt-'):
+                 group_prefix='rdtvirt-', project_label=PROJECT_LABEL):
+        if project_label in NAME_LABELS + list(EXTRA_LABELS):
+            raise exception.InvalidConfig(
+                option='[rdt_agent] prometheus_project_label',
+                value=project_label, reason='the endpoint uses this label '
+                'for something else')
         self.get_doc = get_doc
         self.get_totals = get_totals
         self.instance_names = instance_names
         self.group_prefix = group_prefix
+        self.label_names = (NAME_LABELS if instance_names else LABELS) + [
+            project_label]
 
     def _labels(self, uuid, inst):
         group = inst.get('group') or ''
+        project = inst.get('project_id')
+        # Empty: Prometheus reads it as no label, and Aetos shows the
+        # series to no tenant.
+        project = project if isinstance(project, str) else ''
         if self.instance_names:
-            return [uuid, inst.get('name') or '', group]
+            return [uuid, inst.get('name') or '', group, project]
         if group and not group.startswith(self.group_prefix):
             group = 'libvirt'
-        return [uuid, group]
+        return [uuid, group, project]
 
     def describe(self):
         # Metrics depend on the document; let the registry call collect().
@@ -195,7 +225,7 @@ class StateCollector(object):
         from prometheus_client import core
 
         doc = self.get_doc() or {}
-        label_names = NAME_LABELS if self.instance_names else LABELS
+        label_names = self.label_names
         families = {}
         for field, name, doc_text in _INSTANCE:
             families[field] = core.GaugeMetricFamily(name, doc_text,
@@ -324,13 +354,13 @@ class StateCollector(object):
 
 
 def registry_for(get_doc, get_totals=None, instance_names=False,
-                 group_prefix='rdtvirt-'):
+                 group_prefix='rdtvirt-', project_label=PROJECT_LABEL):
     """A CollectorRegistry holding only rdt-virt's collector."""
     from prometheus_client import core
 
     registry = core.CollectorRegistry(auto_describe=False)
     registry.register(StateCollector(get_doc, get_totals, instance_names,
-                                     group_prefix))
+                                     group_prefix, project_label))
     return registry
 
 
@@ -353,10 +383,11 @@ def is_loopback(host):
 
 def serve(host, port, get_doc, get_totals=None, instance_names=False,
           group_prefix='rdtvirt-', certfile=None, keyfile=None,
-          client_cafile=None):
+          client_cafile=None, project_label=PROJECT_LABEL):
     """Start the endpoint in a daemon thread; returns the server.
 
-    :raises: InvalidConfig for a non-loopback ``host`` without TLS.
+    :raises: InvalidConfig for a non-loopback ``host`` without TLS, or a
+        project label the endpoint uses for something else.
     """
     import prometheus_client
 
@@ -366,7 +397,7 @@ def serve(host, port, get_doc, get_totals=None, instance_names=False,
             reason='an address other than loopback needs '
                    'prometheus_tls_cert and prometheus_tls_key')
     registry = registry_for(get_doc, get_totals, instance_names,
-                            group_prefix)
+                            group_prefix, project_label)
     tls = {}
     if certfile and keyfile:
         tls = {'certfile': certfile, 'keyfile': keyfile}

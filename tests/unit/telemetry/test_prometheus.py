@@ -24,6 +24,7 @@ from tests.unit.telemetry import test_pollsters
 
 UUID1 = test_pollsters.UUID1
 UUID2 = test_pollsters.UUID2
+PROJECT = 'f1e2d3c4b5a697887766554433221100'
 
 
 class TestPrometheus(base.TestCase):
@@ -37,6 +38,8 @@ class TestPrometheus(base.TestCase):
         from rdt_virt.telemetry import prometheus
         self.prometheus = prometheus
         self.doc = test_pollsters.document(1000.0)
+        # The second instance's domain names no project.
+        self.doc['instances'][UUID1]['project_id'] = PROJECT
         self.doc['host'] = {'mbm_total_bps': 1.5e8, 'rmids_total': 176,
                             'rmids_used': 4, 'coverage': 0.5,
                             'rotating': True}
@@ -73,30 +76,33 @@ class TestPrometheus(base.TestCase):
         self.assertNotIn('domain=', text)
         self.assertIn(
             'rdt_virt_instance_memory_bandwidth_total_bytes_per_second{'
-            'group="rdtvirt-mb10",instance_uuid="%s"} 1.5e+08' % UUID1, text)
+            'group="rdtvirt-mb10",instance_uuid="%s",project="%s"} 1.5e+08'
+            % (UUID1, PROJECT), text)
         self.assertIn('rdt_virt_instance_monitored{group="libvirt",'
-                      'instance_uuid="%s"} 0.0' % UUID2, text)
+                      'instance_uuid="%s",project=""} 0.0' % UUID2, text)
 
     def test_instance_metrics_labelled_by_uuid(self):
         text = self.text()
         self.assertIn(
             'rdt_virt_instance_memory_bandwidth_total_bytes_per_second{'
-            'domain="instance-1",group="rdtvirt-mb10",instance_uuid="%s"} '
-            '1.5e+08' % UUID1, text)
+            'domain="instance-1",group="rdtvirt-mb10",instance_uuid="%s",'
+            'project="%s"} 1.5e+08' % (UUID1, PROJECT), text)
         self.assertIn('rdt_virt_instance_llc_occupancy_bytes{domain='
-                      '"instance-1",group="rdtvirt-mb10",instance_uuid="%s"}'
-                      ' 4.194304e+06' % UUID1, text)
+                      '"instance-1",group="rdtvirt-mb10",instance_uuid="%s",'
+                      'project="%s"} 4.194304e+06' % (UUID1, PROJECT), text)
         # No value: no sample, but the monitored flag says so.
         self.assertNotIn('bytes_per_second{domain="instance-2"', text)
         self.assertIn('rdt_virt_instance_monitored{domain="instance-2",'
-                      'group="",instance_uuid="%s"} 0.0' % UUID2, text)
+                      'group="",instance_uuid="%s",project=""} 0.0' % UUID2,
+                      text)
 
     def test_applied_policy_and_the_request(self):
         # hw:mem_bw=15 on a host with steps of 10: the group holds 20.
         self.doc['instances'][UUID1]['policy'] = {
             'mem_bw': 20, 'mem_bw_requested': 15, 'cache_l3': 3328}
         text = self.text(names=False)
-        labels = 'group="rdtvirt-mb10",instance_uuid="%s",setting=' % UUID1
+        labels = ('group="rdtvirt-mb10",instance_uuid="%s",project="%s",'
+                  'setting=' % (UUID1, PROJECT))
         self.assertIn('rdt_virt_instance_policy{%s"mem_bw"} 20.0' % labels,
                       text)
         self.assertIn('rdt_virt_instance_policy{%s"cache_l3"} 3328.0'
@@ -140,7 +146,8 @@ class TestPrometheus(base.TestCase):
             power_watts=None, energy_joules=None, activity_fps=None)
         self.doc['host']['power_watts'] = 3.5
         text = self.text(names=False)
-        labels = '{group="rdtvirt-mb10",instance_uuid="%s"}' % UUID1
+        labels = ('{group="rdtvirt-mb10",instance_uuid="%s",project="%s"}'
+                  % (UUID1, PROJECT))
         for line in ('rdt_virt_instance_cpu_core_watts%s 3.5' % labels,
                      'rdt_virt_instance_cpu_core_joules_total%s 120.25'
                      % labels,
@@ -152,7 +159,7 @@ class TestPrometheus(base.TestCase):
             self.assertIn(line, text)
         # No value, no sample.
         self.assertNotIn('rdt_virt_instance_cpu_core_watts{group="",'
-                         'instance_uuid="%s"}' % UUID2, text)
+                         'instance_uuid="%s"' % UUID2, text)
 
     def test_protection_class_level_and_domains(self):
         self.doc['instances'][UUID1].update(priority='low', level=30)
@@ -168,13 +175,16 @@ class TestPrometheus(base.TestCase):
         text = self.text(names=False)
         for line in (
                 'rdt_virt_instance_protection_class{class="low",group='
-                '"rdtvirt-mb10",instance_uuid="%s"} 1.0' % UUID1,
+                '"rdtvirt-mb10",instance_uuid="%s",project="%s"} 1.0'
+                % (UUID1, PROJECT),
                 'rdt_virt_instance_protection_class{class="high",group='
-                '"",instance_uuid="%s"} 1.0' % UUID2,
+                '"",instance_uuid="%s",project=""} 1.0' % UUID2,
                 'rdt_virt_instance_controller_level{group="rdtvirt-mb10",'
-                'instance_uuid="%s",unit="percent"} 30.0' % UUID1,
+                'instance_uuid="%s",project="%s",unit="percent"} 30.0'
+                % (UUID1, PROJECT),
                 'rdt_virt_instance_controller_throttled{group='
-                '"rdtvirt-mb10",instance_uuid="%s"} 1.0' % UUID1,
+                '"rdtvirt-mb10",instance_uuid="%s",project="%s"} 1.0'
+                % (UUID1, PROJECT),
                 'rdt_virt_domain_bandwidth_pressure_ratio{domain="0"} 0.91',
                 'rdt_virt_domain_throttled_instances{domain="0"} 1.0',
                 'rdt_virt_domain_throttled_instances{domain="1"} 0.0',
@@ -189,6 +199,95 @@ class TestPrometheus(base.TestCase):
         self.assertNotIn('pressure_ratio{domain="1"}', text)
         self.assertNotIn('throttled{group="",instance_uuid="%s"' % UUID2,
                          text)
+
+    def full_document(self):
+        """Every per-instance family has a sample of both instances."""
+        self.doc['instances'][UUID1].update(
+            policy={'mem_bw': 20, 'mem_bw_requested': 15},
+            power_watts=3.5, energy_joules=120.25, activity_fps=5.469,
+            priority='low', level=30)
+        self.doc['instances'][UUID2].update(
+            mbm_total_bps=1e6, mbm_local_bps=1e6, llc_occupancy_bytes=1024,
+            policy={'cache_l3': 3328, 'cache_l3_requested': 2048},
+            power_watts=1.0, energy_joules=2.0, activity_fps=3.0,
+            priority='low', level=10)
+        self.doc['host'].update(power_watts=4.5, controller={
+            'unit': 'percent', 'domains': {'0': {
+                'pressure': 0.5, 'capacity_bps': 1e10,
+                'capacity_source': 'learned', 'throttled': 2,
+                'active_high': 0}}})
+        return self.doc
+
+    @staticmethod
+    def families(text):
+        from prometheus_client import parser
+        return {f.name: f for f in
+                parser.text_string_to_metric_families(text)}
+
+    #: Every per-instance family of the endpoint.
+    INSTANCE_FAMILIES = {
+        'rdt_virt_instance_memory_bandwidth_total_bytes_per_second',
+        'rdt_virt_instance_memory_bandwidth_local_bytes_per_second',
+        'rdt_virt_instance_llc_occupancy_bytes',
+        'rdt_virt_instance_monitored', 'rdt_virt_instance_policy',
+        'rdt_virt_instance_policy_requested',
+        'rdt_virt_instance_cpu_core_watts',
+        'rdt_virt_instance_cpu_core_joules',
+        'rdt_virt_instance_cpu_core_activity_farads_per_second',
+        'rdt_virt_instance_protection_class',
+        'rdt_virt_instance_controller_level',
+        'rdt_virt_instance_controller_throttled'}
+
+    def test_project_on_every_instance_family(self):
+        for names in (False, True):
+            found = self.families(self.text(doc=self.full_document(),
+                                            names=names))
+            instance = {n for n in found if n.startswith(
+                'rdt_virt_instance_')}
+            self.assertEqual(self.INSTANCE_FAMILIES, instance)
+            for name in instance:
+                projects = {s.labels['instance_uuid']: s.labels['project']
+                            for s in found[name].samples}
+                # Empty where the domain names no project.
+                self.assertEqual({UUID1: PROJECT, UUID2: ''}, projects,
+                                 name)
+
+    def test_no_project_on_host_domain_and_agent_families(self):
+        found = self.families(self.text(
+            doc=self.full_document(),
+            totals={'ticks': 3, 'writes': 12, 'errors': 0, 'events': 1,
+                    'tick_cpu': 0.004}))
+        host = {n for n in found if not n.startswith('rdt_virt_instance_')}
+        for prefix in ('rdt_virt_host_', 'rdt_virt_domain_',
+                       'rdt_virt_agent_'):
+            self.assertTrue(any(n.startswith(prefix) for n in host), prefix)
+        for name in host:
+            for sample in found[name].samples:
+                self.assertNotIn('project', sample.labels, name)
+                self.assertNotIn(UUID1, sample.labels.values(), name)
+
+    def test_project_label_name_is_configurable(self):
+        from prometheus_client import exposition
+        for names in (False, True):
+            registry = self.prometheus.registry_for(
+                lambda: self.doc, instance_names=names,
+                project_label='tenant_id')
+            text = exposition.generate_latest(registry).decode()
+            self.assertNotIn('project=', text)
+            self.assertEqual(1.5e8, self.value(
+                text,
+                'rdt_virt_instance_memory_bandwidth_total_bytes_per_second',
+                group='rdtvirt-mb10', instance_uuid=UUID1,
+                tenant_id=PROJECT, **({'domain': 'instance-1'} if names
+                                      else {})))
+
+    def test_a_label_of_the_endpoint_is_refused(self):
+        from rdt_virt import exception
+        for label in ('instance_uuid', 'domain', 'group', 'setting',
+                      'class', 'unit'):
+            self.assertRaises(exception.InvalidConfig,
+                              self.prometheus.StateCollector,
+                              lambda: self.doc, project_label=label)
 
     def test_no_document_yet(self):
         self.assertIn('rdt_virt_instance_monitored', self.text(doc={}))
@@ -217,6 +316,25 @@ class TestPrometheus(base.TestCase):
         self.flags(prometheus_host='0.0.0.0', prometheus_port=1,
                    group='rdt_agent')
         self.assertIsNone(agent_cmd.start_prometheus(Agent()))
+
+    def test_agent_serves_the_configured_project_label(self):
+        from rdt_virt.cmd import agent as agent_cmd
+
+        class Agent(object):
+            last_doc = self.doc
+            totals = {}
+            last_tick = None
+        self.flags(prometheus_host='127.0.0.1', prometheus_port=1,
+                   prometheus_project_label='tenant', group='rdt_agent')
+        served = {}
+
+        def serve(*args, **kwargs):
+            served.update(kwargs)
+            return 'server'
+        self.useFixture(base.fixtures.MonkeyPatch(
+            'rdt_virt.telemetry.prometheus.serve', serve))
+        self.assertEqual('server', agent_cmd.start_prometheus(Agent()))
+        self.assertEqual('tenant', served['project_label'])
 
     def tls_files(self):
         tmp = self.useFixture(base.fixtures.TempDir()).path
@@ -274,3 +392,66 @@ class TestPrometheus(base.TestCase):
                                     timeout=5) as reply:
             body = reply.read().decode()
         self.assertIn(UUID1, body)
+
+
+class TestProjectLabelOption(base.TestCase):
+    """``[rdt_agent] prometheus_project_label`` takes label names only."""
+
+    def conf(self, text):
+        """rdt-virt's options loaded from a configuration file."""
+        from oslo_config import cfg
+
+        from rdt_virt.conf import agent as agent_conf
+        from rdt_virt.conf import rdt as rdt_conf
+        conf = cfg.ConfigOpts()
+        rdt_conf.register_opts(conf)
+        agent_conf.register_opts(conf)
+        path = os.path.join(self.useFixture(base.fixtures.TempDir()).path,
+                            'rdt-virt.conf')
+        with open(path, 'w') as f:
+            f.write('[rdt_agent]\n' + text)
+        conf(['--config-file', path], project='rdt-virt')
+        return conf
+
+    def load(self, value):
+        """The option's value as a file sets it."""
+        return self.conf('prometheus_project_label = %s\n' % value
+                         ).rdt_agent.prometheus_project_label
+
+    def test_default_is_aetos_default(self):
+        self.assertEqual('project',
+                         self.conf('').rdt_agent.prometheus_project_label)
+
+    def test_label_names(self):
+        for value in ('project', 'tenant', 'project_id', '_p', 'P9'):
+            self.assertEqual(value, self.load(value))
+
+    def test_other_values_refused(self):
+        from oslo_config import cfg
+        for value in ('project-id', '9project', '__project', 'pro ject',
+                      'projet.id', 'projé', 'instance_uuid', 'domain',
+                      'group', 'setting', 'class', 'unit', 'instance',
+                      'job'):
+            self.assertRaises(cfg.ConfigFileValueError, self.load, value)
+
+    def test_taken_labels_cover_the_endpoint(self):
+        try:
+            from rdt_virt.telemetry import prometheus
+        except ImportError:
+            self.skipTest('prometheus-client is not installed')
+        from rdt_virt.conf import agent as agent_conf
+        used = set(prometheus.NAME_LABELS) | set(prometheus.EXTRA_LABELS)
+        self.assertLessEqual(used, set(agent_conf.TAKEN_LABELS))
+
+    def test_agent_serves_no_metrics_with_a_bad_name(self):
+        from rdt_virt.cmd import agent as agent_cmd
+        logger = self.useFixture(base.fixtures.FakeLogger(level=40))
+        conf = self.conf('prometheus_port = 1\n'
+                         'prometheus_project_label = project-id\n')
+
+        class Agent(object):
+            last_doc = {}
+            totals = {}
+        self.assertIsNone(agent_cmd.start_prometheus(Agent(), conf=conf))
+        self.assertIn('Not serving Prometheus metrics', logger.output)
+        self.assertIn('project-id', logger.output)
