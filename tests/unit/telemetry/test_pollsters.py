@@ -173,6 +173,28 @@ class TestPollsters(base.TestCase):
                     else text)
         os.chmod(self.path, 0o644)
 
+    def test_ceilometers_exporter_labels_the_project(self):
+        # ceilometer-polling's Prometheus exporter turns each sample into
+        # a series; its project label is the sample's project_id, the
+        # server's tenant from Nova (the discovery), which Aetos filters
+        # tenants' queries on as it does the agent's series.
+        try:
+            from ceilometer.polling import prom_exporter
+        except ImportError:
+            self.skipTest('this Ceilometer has no Prometheus exporter')
+        from ceilometer.publisher import utils
+        state.write(self.path, document(time.time()))
+        p = self.pollsters
+        for cls in (p.MemoryBandwidthTotalPollster,
+                    p.MemoryBandwidthLocalPollster, p.CPUL3CachePollster):
+            sample, = self.samples(cls)
+            message = utils.meter_message_from_counter(sample, 'secret')
+            found = prom_exporter._gen_labels(message)
+            labels = dict(zip(found['keys'], found['values']))
+            self.assertEqual((Server(UUID1).tenant_id, UUID1),
+                             (labels['project'], labels['resource']),
+                             sample.name)
+
     def test_hostile_values_skipped_others_published(self):
         doc = document(time.time())
         doc['instances'][UUID2] = 'not an object'
