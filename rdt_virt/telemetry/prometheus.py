@@ -186,7 +186,8 @@ class StateCollector(object):
     :param group_prefix: rdt-virt's group prefix (``[rdt] group_prefix``);
         other groups are libvirt's.
     :param project_label: name of the label holding each instance's
-        project id (``[rdt_agent] prometheus_project_label``).
+        project id (``[rdt_agent] prometheus_project_label``); None: no
+        such label, as before the endpoint had one (for comparisons).
     :raises: InvalidConfig for a project label that another label of the
         per-instance series has already.
     """
@@ -202,20 +203,24 @@ class StateCollector(object):
         self.get_totals = get_totals
         self.instance_names = instance_names
         self.group_prefix = group_prefix
-        self.label_names = (NAME_LABELS if instance_names else LABELS) + [
-            project_label]
+        self.label_names = (NAME_LABELS if instance_names else LABELS) + (
+            [project_label] if project_label else [])
+        self.project_label = project_label
 
     def _labels(self, uuid, inst):
         group = inst.get('group') or ''
-        project = inst.get('project_id')
-        # Empty: Prometheus reads it as no label, and Aetos shows the
-        # series to no tenant.
-        project = project if isinstance(project, str) else ''
         if self.instance_names:
-            return [uuid, inst.get('name') or '', group, project]
-        if group and not group.startswith(self.group_prefix):
-            group = 'libvirt'
-        return [uuid, group, project]
+            labels = [uuid, inst.get('name') or '', group]
+        else:
+            if group and not group.startswith(self.group_prefix):
+                group = 'libvirt'
+            labels = [uuid, group]
+        if self.project_label:
+            project = inst.get('project_id')
+            # Empty: Prometheus reads it as no label, and Aetos shows the
+            # series to no tenant.
+            labels.append(project if isinstance(project, str) else '')
+        return labels
 
     def describe(self):
         # Metrics depend on the document; let the registry call collect().

@@ -103,6 +103,53 @@ class SchedulerBenchmarkTest(base.TestCase):
             hosts, None))
 
 
+class ExporterCardinalityBenchmarkTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            self.skipTest('prometheus-client is not installed')
+        self.bench = load('exporter_cardinality')
+
+    def run_main(self, *args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(0, self.bench.main(list(args)))
+        return out.getvalue()
+
+    def test_the_label_adds_bytes_not_series(self):
+        for extra in ((), ('--instance-names', '--energy')):
+            out = self.run_main('--instances', '12', '--projects', '3',
+                                *extra)
+            ran = self.bench.LAST_RUN
+            without, with_ = ran[self.bench.WITHOUT], ran[self.bench.WITH]
+            self.assertEqual(without['keys'], with_['keys'])
+            self.assertEqual(without['series'], with_['series'])
+            self.assertGreater(with_['instance_series'], 12 * 4)
+            # ',project="<32 hex digits>"' on each per-instance series.
+            self.assertEqual(with_['instance_series'] * 43,
+                             with_['bytes'] - without['bytes'])
+            self.assertIn('same series apart from the label: yes', out)
+            self.assertIn('12 instances, 3 projects', out)
+
+    def test_the_host_is_the_one_described(self):
+        doc = self.bench.make_host(200, 20)
+        insts = doc['instances']
+        self.assertEqual(200, len(insts))
+        self.assertEqual(20, len({i['project_id'] for i in insts.values()}))
+        self.assertEqual({'high', 'normal', 'low'},
+                         {i['priority'] for i in insts.values()})
+        keys = set().union(*(i['policy'] for i in insts.values()))
+        self.assertEqual({'mem_bw', 'mem_bw_requested', 'mem_bw_mbps',
+                          'cache_l3', 'cache_l3_requested'}, keys)
+        self.assertTrue(any(i['level'] for i in insts.values()))
+        # The reference host's RMID budget: the others rotated out.
+        self.assertEqual(200 - self.bench.MON_BUDGET, len(
+            [i for i in insts.values() if i['mbm_total_bps'] is None]))
+
+
 class TargetsTest(base.TestCase):
     """The targets each benchmark prints are the ones the docs state."""
 

@@ -281,6 +281,15 @@ class TestPrometheus(base.TestCase):
                 tenant_id=PROJECT, **({'domain': 'instance-1'} if names
                                       else {})))
 
+    def test_no_project_label_for_comparisons(self):
+        from prometheus_client import exposition
+        registry = self.prometheus.registry_for(lambda: self.doc,
+                                                project_label=None)
+        text = exposition.generate_latest(registry).decode()
+        self.assertNotIn('project', text)
+        self.assertIn('rdt_virt_instance_monitored{group="rdtvirt-mb10",'
+                      'instance_uuid="%s"} 1.0' % UUID1, text)
+
     def test_a_label_of_the_endpoint_is_refused(self):
         from rdt_virt import exception
         for label in ('instance_uuid', 'domain', 'group', 'setting',
