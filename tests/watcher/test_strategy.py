@@ -100,6 +100,38 @@ class Nova(object):
                 for uuid, specs in self.specs.items()]
 
 
+def build_model(room=True):
+    """Two hosts: compute1 holds protected, low-1, low-2 and normal.
+
+    compute2 has room for one of them, or none (``room=False``).
+    """
+    model = model_root.ModelRoot()
+    for name, vcpus in (('compute1', 8), ('compute2', 8 if room else 1)):
+        model.add_node(element.ComputeNode(
+            uuid='node-' + name, hostname=name, memory=4096,
+            memory_mb_reserved=0, disk=100, disk_gb_reserved=0,
+            vcpus=vcpus, vcpu_reserved=0, memory_ratio=1.0,
+            vcpu_ratio=1.0, disk_ratio=1.0))
+    node1 = model.get_node_by_uuid('node-compute1')
+    node2 = model.get_node_by_uuid('node-compute2')
+    blocker = element.Instance(uuid='blocker', name='blocker', vcpus=1,
+                               memory=64, disk=1, metadata={},
+                               flavor_extra_specs={})
+    model.add_instance(blocker)
+    model.map_instance(blocker, node2)
+    for name, meta, specs in (
+            ('protected', {'watcher-priority': 'high'}, {}),
+            ('low-1', {'watcher-priority': 'low'}, {}),
+            ('low-2', {}, {'hw:rdt_priority': 'low'}),
+            ('normal', {}, {})):
+        inst = element.Instance(uuid=name, name=name, vcpus=2,
+                                memory=64, disk=1, metadata=meta,
+                                flavor_extra_specs=specs)
+        model.add_instance(inst)
+        model.map_instance(inst, node1)
+    return model
+
+
 @testtools.skipIf(strategy is None, 'python-watcher is not installed')
 class TestStrategy(base.TestCase):
 
@@ -109,31 +141,7 @@ class TestStrategy(base.TestCase):
             fixtures.FakeLogger(level=10, format='%(message)s'))
 
     def model(self, room=True):
-        model = model_root.ModelRoot()
-        for name, vcpus in (('compute1', 8), ('compute2', 8 if room else 1)):
-            model.add_node(element.ComputeNode(
-                uuid='node-' + name, hostname=name, memory=4096,
-                memory_mb_reserved=0, disk=100, disk_gb_reserved=0,
-                vcpus=vcpus, vcpu_reserved=0, memory_ratio=1.0,
-                vcpu_ratio=1.0, disk_ratio=1.0))
-        node1 = model.get_node_by_uuid('node-compute1')
-        node2 = model.get_node_by_uuid('node-compute2')
-        blocker = element.Instance(uuid='blocker', name='blocker', vcpus=1,
-                                   memory=64, disk=1, metadata={},
-                                   flavor_extra_specs={})
-        model.add_instance(blocker)
-        model.map_instance(blocker, node2)
-        for name, meta, specs in (
-                ('protected', {'watcher-priority': 'high'}, {}),
-                ('low-1', {'watcher-priority': 'low'}, {}),
-                ('low-2', {}, {'hw:rdt_priority': 'low'}),
-                ('normal', {}, {})):
-            inst = element.Instance(uuid=name, name=name, vcpus=2,
-                                    memory=64, disk=1, metadata=meta,
-                                    flavor_extra_specs=specs)
-            model.add_instance(inst)
-            model.map_instance(inst, node1)
-        return model
+        return build_model(room)
 
     def run_strategy(self, model, points, nova=None, errors=None, **params):
         self.datasource = Datasource(points, errors)
