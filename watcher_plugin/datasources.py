@@ -64,18 +64,23 @@ def choose(names, osc, instance_label=promql.INSTANCE_LABEL):
     :raises: :class:`NoDatasource` naming why each one did not.
     """
     why = []
+
+    def skip(name, reason):
+        LOG.warning('rdt_noisy_neighbor passes over datasource %s: %s',
+                    name, reason)
+        why.append('%s: %s' % (name, reason))
+
     for name in names:
         if name not in READ:
-            why.append('%s: not read by rdt_noisy_neighbor' % name)
+            skip(name, 'not read by rdt_noisy_neighbor')
             continue
         try:
             helper = compat.datasource_helper(name, osc)
         except Exception as e:
-            LOG.warning('Datasource %s cannot be used: %s', name, e)
-            why.append('%s: %s' % (name, e))
+            skip(name, e)
             continue
         if helper is None:
-            why.append('%s: not in this Watcher release' % name)
+            skip(name, 'not in this Watcher release')
             continue
         LOG.info('rdt_noisy_neighbor reads %s', name)
         if name == 'gnocchi':

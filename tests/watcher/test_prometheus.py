@@ -301,7 +301,9 @@ class TestPrometheus(PrometheusCase):
             datasources=['grafana', 'aetos', 'prometheus'])
         self.assertEqual(['low-2'], self.moved(actions))
         self.assertEqual('prometheus', self.strategy.datasource_backend.NAME)
-        self.assertIn('aetos', self.logger.output)
+        self.assertIn('passes over datasource aetos', self.logger.output)
+        self.assertIn('passes over datasource grafana: not read by '
+                      'rdt_noisy_neighbor', self.logger.output)
 
     def test_strategy_state_lists_the_agents_series(self):
         self.serve()
