@@ -27,8 +27,8 @@ Aetos is Prometheus behind Keystone: its helper asks Keystone's catalog
 for the ``metric-storage`` endpoint and sends the session's token. Here
 the Keystone session is a real keystoneauth session whose auth plugin is
 a fixed token and endpoint (the real Prometheus), the one part that
-stands in for Keystone; the cloud test (tox -e cloud) runs it on a real
-Keystone and Aetos.
+stands in for Keystone. A real Keystone and Aetos are for the cloud test
+(tox -e cloud) to exercise; it does not run Aetos yet.
 """
 
 from unittest import mock
