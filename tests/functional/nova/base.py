@@ -25,10 +25,13 @@ The scheduler runs RDTFilter and RDTWeigher next to Nova's defaults, against
 the real placement service; the API runs at the latest microversion.
 """
 
+import gc
 import os
 import re
 import shutil
+import signal
 import sys
+import traceback
 import urllib.parse
 import warnings
 
@@ -52,6 +55,26 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 RESCTRL_FIXTURES = os.path.join(tests_base.FIXTURES_DIR, 'resctrl')
 
 MIB = 1024 * 1024
+
+
+def _dump_stacks(signum, frame):
+    """Write every thread's and green thread's stack, for a hung worker.
+
+    ``kill -USR1 <stestr worker>`` writes /tmp/rdt-virt-stacks-<pid>.txt:
+    under eventlet py-spy shows only the idle hub, not who waits on what.
+    """
+    import greenlet
+    with open('/tmp/rdt-virt-stacks-%d.txt' % os.getpid(), 'w') as f:
+        for ident, top in sys._current_frames().items():
+            f.write('=== thread %s\n' % ident)
+            f.write(''.join(traceback.format_stack(top)))
+        for obj in gc.get_objects():
+            if isinstance(obj, greenlet.greenlet) and obj.gr_frame:
+                f.write('=== green thread %r\n' % obj)
+                f.write(''.join(traceback.format_stack(obj.gr_frame)))
+
+
+signal.signal(signal.SIGUSR1, _dump_stacks)
 
 # libvirt's view of each fixture variant's caches and memory bandwidth
 # nodes, on the fake host's 8 CPUs (two NUMA nodes of 4).
