@@ -74,16 +74,17 @@ def required_features(policy):
     Only those all hardware variants agree on: ``hw:mem_bw_mbps`` is served
     by hosts mounted with ``mba_MBps`` and by AMD hosts, which both have
     MBA but only the former ``MBA_MBPS``; monitoring takes any of CMT or
-    MBM. A protection class (``hw:rdt_priority`` high or low) needs MBA
-    too; its MBM may be total or local bandwidth, which no single trait
-    says. RDTFilter checks the finer points.
+    MBM. ``hw:rdt_priority=high`` needs MBA too; its MBM may be total or
+    local bandwidth, which no single trait says. ``low`` needs no feature
+    (:func:`rdt_virt.policy.fit.fit_priority`), only what its cap needs.
+    RDTFilter checks the finer points.
     """
     features = set()
     if policy.cache_l3 is not None:
         features.add(info.L3_CAT)
     if policy.cache_l3_code is not None or policy.cache_l3_data is not None:
         features.add(info.L3_CDP)
-    if policy.wants_mem_bw or policy.classed:
+    if policy.wants_mem_bw or policy.priority == es.PRIORITY_HIGH:
         features.add(info.MBA)
     return features
 

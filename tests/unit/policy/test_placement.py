@@ -32,12 +32,12 @@ class TestExpected(base.TestCase):
               'trait:CUSTOM_RDT_MBA': 'required'}),
             ({'hw:cache_l3_code': '1024', 'hw:cache_l3_data': '1024'},
              {RC: '1', 'trait:CUSTOM_RDT_L3_CDP': 'required'}),
-            # A class needs MBA; without a cap the instance holds no
+            # high needs MBA; without a cap the instance holds no
             # CLOSID of its own (the agent's groups are reserved).
             ({'hw:rdt_priority': 'high'},
              {'trait:CUSTOM_RDT_MBA': 'required'}),
-            ({'hw:rdt_priority': 'low'},
-             {'trait:CUSTOM_RDT_MBA': 'required'}),
+            # low needs nothing of a host, only what its cap needs.
+            ({'hw:rdt_priority': 'low'}, {}),
             ({'hw:rdt_priority': 'low', 'hw:mem_bw': '30'},
              {RC: '1', 'trait:CUSTOM_RDT_MBA': 'required'}),
             ({'hw:rdt_priority': 'normal'}, {}),
@@ -129,8 +129,19 @@ class TestAudit(base.TestCase):
             ['openstack flavor unset --property resources:CUSTOM_RDT_CLOSID '
              'mon'], placement.fix_commands('mon', result))
 
-    def test_forbidding_mba_contradicts_a_class(self):
+    def test_forbidding_mba_contradicts_high_not_low(self):
         result = placement.audit({'hw:rdt_priority': 'high',
+                                  'trait:CUSTOM_RDT_MBA': 'forbidden'})
+        self.assertEqual(('forbids trait CUSTOM_RDT_MBA, its hw: keys need '
+                          'it',), result.conflicts)
+        # A low flavor kept off hosts with MBA is the operator's choice.
+        result = placement.audit({'hw:rdt_priority': 'low',
+                                  'trait:CUSTOM_RDT_MBA': 'forbidden'})
+        self.assertTrue(result.ok)
+        self.assertEqual((), result.conflicts)
+        # Not with a cap, which needs MBA.
+        result = placement.audit({'hw:rdt_priority': 'low',
+                                  'hw:mem_bw': '30', RC: '1',
                                   'trait:CUSTOM_RDT_MBA': 'forbidden'})
         self.assertEqual(('forbids trait CUSTOM_RDT_MBA, its hw: keys need '
                           'it',), result.conflicts)
