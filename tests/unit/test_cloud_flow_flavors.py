@@ -77,6 +77,7 @@ class TestFlowFlavors(base.TestCase):
             specs = flow.advised({'hw:rdt_priority': priority})
             result = placement.audit(specs)
             self.assertTrue(result.ok, specs)
+            self.assertEqual({}, result.unneeded, specs)
             # A high server needs MBA; a low one runs anywhere.
             self.assertEqual('required' if priority == 'high' else None,
                              specs.get('trait:CUSTOM_RDT_MBA'))

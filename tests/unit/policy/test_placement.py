@@ -139,12 +139,44 @@ class TestAudit(base.TestCase):
                                   'trait:CUSTOM_RDT_MBA': 'forbidden'})
         self.assertTrue(result.ok)
         self.assertEqual((), result.conflicts)
+        self.assertEqual({}, result.unneeded)
         # Not with a cap, which needs MBA.
         result = placement.audit({'hw:rdt_priority': 'low',
                                   'hw:mem_bw': '30', RC: '1',
                                   'trait:CUSTOM_RDT_MBA': 'forbidden'})
         self.assertEqual(('forbids trait CUSTOM_RDT_MBA, its hw: keys need '
                           'it',), result.conflicts)
+
+    def test_mba_on_a_low_flavor_is_ok_and_unneeded(self):
+        # What earlier releases asked for: still accepted.
+        for key in ('trait:CUSTOM_RDT_MBA', 'trait1:CUSTOM_RDT_MBA'):
+            result = placement.audit({'hw:rdt_priority': 'low',
+                                      key: 'required'})
+            self.assertTrue(result.ok)
+            self.assertEqual((), result.conflicts)
+            self.assertEqual([key], list(result.unneeded))
+            self.assertIn('hw:rdt_priority=low runs on hosts without MBA '
+                          'too', result.unneeded[key])
+            self.assertEqual(
+                ['openstack flavor unset --property %s batch' % key],
+                placement.unneeded_commands('batch', result))
+            self.assertEqual([], placement.fix_commands('batch', result))
+
+    def test_mba_is_needed_by_high_and_by_caps(self):
+        for specs in ({'hw:rdt_priority': 'high'},
+                      {'hw:rdt_priority': 'low', 'hw:mem_bw': '30', RC: '1'},
+                      {'hw:rdt_priority': 'low', 'hw:mem_bw_mbps': '300',
+                       RC: '1'},
+                      {'hw:mem_bw': '30', RC: '1'}):
+            result = placement.audit(dict(specs, **{
+                'trait:CUSTOM_RDT_MBA': 'required'}))
+            self.assertTrue(result.ok, specs)
+            self.assertEqual({}, result.unneeded, specs)
+            self.assertEqual([], placement.unneeded_commands('f', result))
+        # Other traits an operator requires stay theirs.
+        result = placement.audit({'hw:rdt_priority': 'low',
+                                  'trait:CUSTOM_RDT_MBM_TOTAL': 'required'})
+        self.assertEqual({}, result.unneeded)
 
     def test_invalid_hw_keys_raise(self):
         self.assertRaises(exception.InvalidExtraSpec, placement.audit,
