@@ -16,6 +16,81 @@ Each shim names the release it exists for: delete it when that release
 leaves the support matrix (``doc/source/install/support-matrix.rst``).
 """
 
+import inspect
+
+
+def nova_helper(osc):
+    """Watcher's ``NovaHelper``, built as the running Watcher builds it.
+
+    Watcher 14 to 16 (2025.1 to 2026.1) take the decision engine's
+    ``OpenStackClients`` as ``osc``; Watcher 17 (2026.2) has no such
+    parameter (``NovaHelper(session=None, context=None)``: openstacksdk
+    with the ``[nova]`` options) and builds it without arguments, as its
+    own strategies and compute model collector do. Delete the ``osc``
+    branch when 2026.1 leaves the matrix.
+    """
+    from watcher.common import nova_helper as helper_mod
+    helper = helper_mod.NovaHelper
+    if 'osc' in inspect.signature(helper.__init__).parameters:
+        return helper(osc=osc)
+    return helper()
+
+
+def embedded_extra_specs(flavor):
+    """The extra specs Nova embedded in a server's flavor, or None.
+
+    From compute API microversion 2.47 a server embeds its flavor with
+    ``original_name`` and, for admins, ``extra_specs``; before, only its
+    ``id`` and links. Watcher 14 and 15 list novaclient's servers, whose
+    ``flavor`` is that dict; Watcher 16 and 17 list openstacksdk's, whose
+    ``flavor`` is an SDK ``Flavor`` (a dict too) that reads
+    ``extra_specs`` as ``{}`` when the API sent none. So a flavor without
+    ``original_name`` embedded nothing (None), whatever ``extra_specs``
+    reads; from 2.47 a plain dict without the key embedded nothing either.
+    """
+    if not flavor:
+        return None
+    if flavor.get('original_name') is None:
+        return None
+    specs = flavor.get('extra_specs')
+    return None if specs is None else dict(specs)
+
+
+def flavor_ref(flavor):
+    """The id (before 2.47) or name (from 2.47) of an embedded flavor."""
+    if not flavor:
+        return None
+    return flavor.get('original_name') or flavor.get('id')
+
+
+def flavor_extra_specs(helper, ref):
+    """The extra specs of flavor ``ref`` (an id or a name) from Nova.
+
+    ``GET /flavors/{id}/os-extra_specs`` works at every microversion.
+    Watcher 16 and 17 reach Nova through openstacksdk
+    (``helper.connection``), 14 and 15 through novaclient
+    (``helper.nova``); delete the novaclient branch when 2025.2 leaves
+    the matrix.
+
+    :raises: whatever the client raises (no such flavor, Nova down).
+    """
+    connection = getattr(helper, 'connection', None)
+    if connection is not None:
+        compute = connection.compute
+        flavor = compute.find_flavor(ref, ignore_missing=False,
+                                     is_public=None)
+        return dict(compute.fetch_flavor_extra_specs(flavor.id).extra_specs
+                    or {})
+    flavors = helper.nova.flavors
+    try:
+        return dict(flavors.get(ref).get_keys())
+    except Exception:
+        # A name: private flavors too.
+        for flavor in flavors.list(is_public=None):
+            if flavor.name == ref:
+                return dict(flavor.get_keys())
+        raise
+
 
 def server_uuid(server):
     """The uuid of a server from ``NovaHelper.get_instance_list()``.

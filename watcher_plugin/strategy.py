@@ -43,16 +43,19 @@ which.
 
 The class comes from the flavor. Watcher's compute model carries flavor
 extra specs only with ``[compute_model] enable_extended_attributes``
-(off by default); without them the strategy reads the servers' embedded
-flavors from Nova once per audit (microversion 2.47 or later, Watcher's
-default ``[nova] api_version`` is 2.56).
+(off by default); without them the strategy lists the servers from Nova
+once per audit and reads their embedded flavors, which carry extra specs
+from compute API microversion 2.47. Where a server's embedded flavor
+carries none (an older microversion: Watcher 16 and 17 talk to Nova
+through openstacksdk, which negotiates the microversion itself), the
+strategy reads that flavor's extra specs from Nova by its id or name,
+once per flavor per audit (:mod:`watcher_plugin.compat`).
 """
 
 
 from oslo_log import log
 from oslo_utils import timeutils
 from watcher.common import exception
-from watcher.common import nova_helper
 from watcher.decision_engine.model import element
 from watcher.decision_engine.strategy.strategies import base
 
@@ -190,7 +193,9 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
         """{uuid: flavor extra specs} of ``instances``.
 
         From Watcher's model where it has them, else from Nova's servers
-        (one listing for the whole audit).
+        (one listing for the whole audit), and from Nova's flavors where a
+        server's embedded flavor carries no extra specs (one request per
+        flavor).
         """
         specs = {inst.uuid: getattr(inst, 'flavor_extra_specs', None) or {}
                  for inst in instances}
@@ -199,29 +204,48 @@ class RDTNoisyNeighbor(base.NoisyNeighborBaseStrategy):
             # none to read.
             return specs
         try:
-            servers = self._nova().get_instance_list()
+            helper = self._nova()
+            servers = helper.get_instance_list()
         except Exception as e:
             LOG.warning('Cannot read the flavors of the servers from Nova, '
                         'classes come from watcher-priority metadata '
                         'only: %s', e)
             return specs
-        missing = 0
+        looked_up = {}
         for server in servers:
             uuid = compat.server_uuid(server)
             if uuid not in specs:
                 continue
-            flavor = server.flavor or {}
-            if 'extra_specs' not in flavor:
-                missing += 1
-            specs[uuid] = flavor.get('extra_specs') or {}
-        if missing:
-            LOG.warning('Nova returned %d servers without their flavor\'s '
-                        'extra specs: [nova] api_version must be 2.47 or '
-                        'later for hw:rdt_priority to be read', missing)
+            flavor = getattr(server, 'flavor', None)
+            found = compat.embedded_extra_specs(flavor)
+            if found is None:
+                ref = compat.flavor_ref(flavor)
+                if ref not in looked_up:
+                    looked_up[ref] = self._flavor_extra_specs(helper, ref)
+                found = looked_up[ref]
+            specs[uuid] = found or {}
+        if looked_up:
+            LOG.info('Nova embedded no extra specs in the flavors of some '
+                     'servers (compute API microversion below 2.47); read '
+                     'those of %d flavors from Nova: %s', len(looked_up),
+                     ', '.join(sorted(str(r) for r in looked_up)))
         return specs
 
+    def _flavor_extra_specs(self, helper, ref):
+        if ref is None:
+            LOG.warning('A server\'s flavor has neither id nor name: its '
+                        'class comes from watcher-priority metadata only')
+            return None
+        try:
+            return compat.flavor_extra_specs(helper, ref)
+        except Exception as e:
+            LOG.warning('Cannot read the extra specs of flavor %s from '
+                        'Nova, the class of its servers comes from '
+                        'watcher-priority metadata only: %s', ref, e)
+            return None
+
     def _nova(self):
-        return nova_helper.NovaHelper(osc=self.osc)
+        return compat.nova_helper(self.osc)
 
     def _read(self, reading, what, inst):
         """The value of a reading, logging what is missing."""

@@ -45,7 +45,10 @@ most among those weighed (0 when none has any):
   for each of them, not other protected ones it cannot touch;
 * a low request goes where it will have bandwidth to use: little measured
   bandwidth (``pressure``) and few high instances that the controller
-  would throttle it for.
+  would throttle it for. A host without MBA or MBM holds no high instance
+  (RDTFilter refuses them there) and takes low ones, which run
+  unthrottled there: its ``high`` is 0, so a low request prefers it to a
+  host with high instances, as it prefers any host without them.
 
 Normal requests are weighed as before. Every term is read from the host's
 decoded stats and cached per host, so a host costs the same few lookups

@@ -220,7 +220,7 @@ class Sampling(object):
                  'counter_resets': self.tracker.jumps}
         if caps is not None:
             # Whether the mounted resctrl throttles memory bandwidth:
-            # priority classes need it.
+            # high-priority instances need it.
             extra['mba'] = caps.mb is not None
         if controller is not None:
             extra['controller'] = controller

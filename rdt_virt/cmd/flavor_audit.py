@@ -27,6 +27,13 @@ flavor is:
 * ``filter-only, lacks ...``: no RDT Placement key at all; RDTFilter alone
   places it, which works but is not atomic.
 
+A flavor may also carry a key it no longer needs
+(:func:`rdt_virt.policy.placement.unneeded_traits`: ``CUSTOM_RDT_MBA`` on
+a ``hw:rdt_priority=low`` flavor, which earlier releases asked for). It
+works as it is, so the command that drops the key is printed as a comment,
+for the operator to run if the flavor should reach hosts without MBA; such
+a flavor alone does not count as one to change.
+
 Exit status: 0 when no flavor needs a change, 1 when some do, 2 when the
 cloud cannot be reached.
 """
@@ -56,7 +63,10 @@ def flavors(conn):
 
 
 def findings(conn):
-    """``[(flavor, Audit or InvalidExtraSpec)]`` for flavors to fix."""
+    """``[(flavor, Audit or InvalidExtraSpec)]`` for flavors to look at.
+
+    Flavors to fix, and flavors that only carry keys they no longer need.
+    """
     found = []
     for flavor, specs in flavors(conn):
         try:
@@ -64,9 +74,16 @@ def findings(conn):
         except exception.InvalidExtraSpec as e:
             found.append((flavor, e))
             continue
-        if not result.ok:
+        if not result.ok or result.unneeded:
             found.append((flavor, result))
     return found
+
+
+def to_change(found):
+    """How many of :func:`findings` need a change (not only advice)."""
+    return sum(1 for _flavor, result in found
+               if isinstance(result, exception.InvalidExtraSpec) or
+               not result.ok)
 
 
 def report(found, out):
@@ -76,16 +93,27 @@ def report(found, out):
             out.write('%s: invalid RDT extra specs, fix by hand: %s\n' % (
                 label, result.message))
             continue
-        lacks = ', '.join('%s=%s' % kv for kv in sorted(result.set.items()))
-        if result.kind == placement.CONFLICTING:
-            out.write('%s: conflicting keys, refused by compute hosts: %s\n'
-                      % (label, '; '.join(result.conflicts)))
-        elif result.kind == placement.PLACEMENT_INCOMPLETE:
-            out.write('%s: Placement mode, lacks %s\n' % (label, lacks))
-        else:
-            out.write('%s: filter-only, lacks %s\n' % (label, lacks))
-        for command in placement.fix_commands(flavor.id, result):
-            out.write(command + '\n')
+        if not result.ok:
+            lacks = ', '.join('%s=%s' % kv
+                              for kv in sorted(result.set.items()))
+            if result.kind == placement.CONFLICTING:
+                out.write('%s: conflicting keys, refused by compute hosts: '
+                          '%s\n' % (label, '; '.join(result.conflicts)))
+            elif result.kind == placement.PLACEMENT_INCOMPLETE:
+                out.write('%s: Placement mode, lacks %s\n' % (label, lacks))
+            else:
+                out.write('%s: filter-only, lacks %s\n' % (label, lacks))
+            for command in placement.fix_commands(flavor.id, result):
+                out.write(command + '\n')
+        if result.unneeded:
+            # Advice, not a fix: commented out, so that running the
+            # output with sh leaves the flavor as it is.
+            out.write('%s: works, but no longer needs %s: %s\n' % (
+                label, ', '.join(sorted(result.unneeded)),
+                '; '.join(result.unneeded[k]
+                          for k in sorted(result.unneeded))))
+            for command in placement.unneeded_commands(flavor.id, result):
+                out.write('#   ' + command + '\n')
 
 
 def run(args, out, err, connect_fn=None):
@@ -97,5 +125,9 @@ def run(args, out, err, connect_fn=None):
         err.write('rdt-virt flavor-audit: cannot list the flavors: %s\n' % e)
         return FAILED
     report(found, out)
-    err.write('%d flavor(s) to change\n' % len(found))
-    return NEEDS_CHANGES if found else 0
+    changes = to_change(found)
+    err.write('%d flavor(s) to change\n' % changes)
+    if len(found) > changes:
+        err.write('%d flavor(s) with keys they no longer need (commented '
+                  'out above)\n' % (len(found) - changes))
+    return NEEDS_CHANGES if changes else 0

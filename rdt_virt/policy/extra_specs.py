@@ -153,9 +153,11 @@ EXTRA_SPECS = (
         'memory bandwidth domain while it is active; low: best effort, '
         'the agent may throttle it down to a floor, never above its '
         'hw:mem_bw or hw:mem_bw_mbps cap; normal (the default): never '
-        'touched. high and low need a host with memory bandwidth '
-        'allocation (MBA) and monitoring (MBM), are always monitored, and '
-        'low cannot be combined with a dedicated cache.')),
+        'touched. high needs a host with memory bandwidth allocation (MBA) '
+        'and monitoring (MBM); low runs on any host, unthrottled where '
+        'there is no MBA (no high instance runs there). high and low are '
+        'monitored wherever the host can, and low cannot be combined with '
+        'a dedicated cache.')),
 )
 BY_KEY = {spec.key: spec for spec in EXTRA_SPECS}
 
@@ -194,8 +196,10 @@ class RDTPolicy:
     def classed(self):
         """True for high and low instances, which the controller acts on.
 
-        Such an instance needs a host that can throttle (MBA) and measure
-        (MBM) memory bandwidth, and is always monitored.
+        Such an instance is always monitored where the host can monitor.
+        A high one needs a host that can throttle (MBA) and measure (MBM)
+        memory bandwidth; a low one does not (see
+        :func:`rdt_virt.policy.fit.fit_priority`).
         """
         return self.priority != PRIORITY_NORMAL
 

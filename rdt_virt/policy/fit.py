@@ -40,9 +40,13 @@ to 100:
 
 Protection classes (``hw:rdt_priority``) change two things:
 
-* ``high`` and ``low`` need a host that can throttle (MBA) and measure (MBM)
-  memory bandwidth, and are always monitored; other hosts refuse them like
-  any missing feature.
+* ``high`` needs a host that can throttle (MBA) and measure (MBM) memory
+  bandwidth: the controller protects a high instance by measuring it and
+  its neighbours and throttling the low ones. Other hosts refuse it like
+  any missing feature. ``low`` asks nothing of a host: it needs throttling
+  only beside a high instance, and no high instance runs where MBA or MBM
+  is missing, so a host that cannot throttle it has nothing to protect
+  from it. Both are monitored wherever the host can monitor.
 * A ``low`` instance's bandwidth belongs to rdt-virt-agent whatever the
   host's strategy, because its controller moves it between levels: a
   percentage joins the shared group (``shared``), an MBps or AMD value the
@@ -251,14 +255,23 @@ def fit_monitor(policy, caps, default):
 def fit_priority(policy, caps):
     """Check that ``caps`` can serve the protection class of ``policy``.
 
-    The controller measures every high and low instance (MBM) and throttles
-    the low ones (MBA); a host without either cannot keep the promise of
-    the class, so it refuses the instance rather than run it unprotected.
+    The controller protects a high instance by measuring it and its
+    neighbours (MBM) and throttling the low ones (MBA); a host without
+    either cannot keep the promise of the class, so it refuses a high
+    instance rather than run it unprotected.
+
+    A low instance needs neither: it is throttled only for a high one
+    beside it, and a host without MBA or MBM holds no high instance (this
+    check refuses one wherever an instance is placed or started). There
+    it runs
+    unthrottled, as a normal instance would, which is what the class
+    allows; a host without MBA is where a noisy low instance can go to
+    leave protected ones alone.
 
     :returns: the class.
     :raises: HostCannotServe with the reason.
     """
-    if not policy.classed:
+    if policy.priority != es.PRIORITY_HIGH:
         return policy.priority
     if caps.mb is None:
         raise exception.HostCannotServe(

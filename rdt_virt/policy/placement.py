@@ -24,9 +24,10 @@ A flavor's ``hw:`` RDT keys say what the instance needs; its ``resources:``
 and ``trait:`` keys say what Placement reserves and where. This module
 derives the second from the first (:func:`expected`), and says how a
 flavor's keys differ from it (:func:`audit`): keys missing (the flavor runs
-in filter-only mode, which works but is not atomic) or keys that contradict
+in filter-only mode, which works but is not atomic), keys that contradict
 the ``hw:`` keys (an instance that would hold a CLOSID Placement does not
-count, or the opposite), which the compute host refuses.
+count, or the opposite), which the compute host refuses, and keys that do
+no harm but are no longer needed (:func:`unneeded_traits`).
 
 Pure functions of extra specs; nothing here imports Nova.
 """
@@ -74,18 +75,42 @@ def required_features(policy):
     Only those all hardware variants agree on: ``hw:mem_bw_mbps`` is served
     by hosts mounted with ``mba_MBps`` and by AMD hosts, which both have
     MBA but only the former ``MBA_MBPS``; monitoring takes any of CMT or
-    MBM. A protection class (``hw:rdt_priority`` high or low) needs MBA
-    too; its MBM may be total or local bandwidth, which no single trait
-    says. RDTFilter checks the finer points.
+    MBM. ``hw:rdt_priority=high`` needs MBA too; its MBM may be total or
+    local bandwidth, which no single trait says. ``low`` needs no feature
+    (:func:`rdt_virt.policy.fit.fit_priority`), only what its cap needs.
+    RDTFilter checks the finer points.
     """
     features = set()
     if policy.cache_l3 is not None:
         features.add(info.L3_CAT)
     if policy.cache_l3_code is not None or policy.cache_l3_data is not None:
         features.add(info.L3_CDP)
-    if policy.wants_mem_bw or policy.classed:
+    if policy.wants_mem_bw or policy.priority == es.PRIORITY_HIGH:
         features.add(info.MBA)
     return features
+
+
+def unneeded_traits(policy, traits):
+    """RDT traits a flavor requires that its ``hw:`` keys no longer need.
+
+    Only ``CUSTOM_RDT_MBA`` on a ``hw:rdt_priority=low`` flavor without a
+    bandwidth cap, which :func:`audit` asked for until low instances were
+    allowed on hosts without MBA. Requiring it still works: it keeps the
+    flavor off those hosts, which are where a noisy low instance leaves
+    protected ones alone. Other traits an operator required are left as
+    they are: they may say where the operator wants the instances.
+
+    :param traits: :func:`rdt_traits` of the flavor.
+    :returns: ``{trait: why}``.
+    """
+    name = trait(info.MBA)
+    if (policy.is_low and info.MBA not in required_features(policy) and
+            traits.get(name) == REQUIRED):
+        return {name: '%s=%s runs on hosts without MBA too (no high '
+                      'instance runs there), and requiring %s only keeps '
+                      'it off them' % (es.RDT_PRIORITY, es.PRIORITY_LOW,
+                                       name)}
+    return {}
 
 
 def expected(policy):
@@ -158,6 +183,10 @@ class Audit:
     conflicts: typing.Tuple[str, ...]
     # CONFLICTING, PLACEMENT_INCOMPLETE or FILTER_ONLY (when not ok).
     kind: str = FILTER_ONLY
+    # Keys the flavor may drop, {key: why}: they do no harm, the flavor
+    # is ok with them.
+    unneeded: typing.Mapping[str, str] = dataclasses.field(
+        default_factory=dict)
 
     @property
     def ok(self):
@@ -219,8 +248,14 @@ def audit(extra_specs):
         kind = PLACEMENT_INCOMPLETE
     else:
         kind = FILTER_ONLY
+    drop = unneeded_traits(policy, traits)
+    unneeded = {}
+    for name in extra_specs:
+        match = _TRAIT.match(name)
+        if match and match.group('trait') in drop:
+            unneeded[name] = drop[match.group('trait')]
     return Audit(set=to_set, unset=tuple(sorted(to_unset)),
-                 conflicts=tuple(conflicts), kind=kind)
+                 conflicts=tuple(conflicts), kind=kind, unneeded=unneeded)
 
 
 def conflicts(extra_specs):
@@ -245,6 +280,15 @@ def fix_commands(flavor, result):
                      for kv in sorted(result.set.items())),
             shlex.quote(flavor)))
     return commands
+
+
+def unneeded_commands(flavor, result):
+    """The ``openstack`` command that drops ``result.unneeded``, or []."""
+    if not result.unneeded:
+        return []
+    return ['openstack flavor unset %s %s' % (
+        ' '.join('--property %s' % shlex.quote(k)
+                 for k in sorted(result.unneeded)), shlex.quote(flavor))]
 
 
 def inventory(num_closids, used, placement_held):

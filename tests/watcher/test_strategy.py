@@ -19,6 +19,7 @@ value] points).
 """
 
 import datetime
+from unittest import mock
 
 import fixtures
 import testtools
@@ -27,6 +28,8 @@ from tests import base
 
 try:
     from gnocchiclient import exceptions as gnocchi_exc
+    from openstack.compute.v2 import server as sdk_server
+    from watcher.common import nova_helper
     from watcher.common import utils as watcher_utils
     from watcher.decision_engine.model import element
     from watcher.decision_engine.model import model_root
@@ -34,6 +37,7 @@ try:
     from watcher.decision_engine.strategy.strategies import base as \
         strategy_base
 
+    from watcher_plugin import compat
     from watcher_plugin import meters
     from watcher_plugin import strategy
 except ImportError:
@@ -98,6 +102,53 @@ class Nova(object):
         self.calls += 1
         return [self.server(uuid, specs)
                 for uuid, specs in self.specs.items()]
+
+
+def sdk_flavor(body):
+    """A server's embedded flavor as openstacksdk gives it (Watcher 16+)."""
+    return sdk_server.Server.existing(
+        id='00000000-0000-4000-8000-000000000000', flavor=body).flavor
+
+
+class SDKServer(object):
+    """A server as Watcher 16 and 17 list it below microversion 2.47.
+
+    openstacksdk negotiated no microversion: the flavor is its id only.
+    """
+
+    def __init__(self, uuid, flavor_id):
+        self.uuid = uuid
+        self.flavor = sdk_flavor({'id': flavor_id, 'links': []})
+
+
+class SDKNova(object):
+    """NovaHelper of Watcher 16 and 17, over openstacksdk.
+
+    Its servers, and the flavor calls of its connection, with flavors
+    ``{id: extra specs}``.
+    """
+
+    def __init__(self, servers, flavors, errors=()):
+        self.servers = servers
+        self.flavors = flavors
+        self.errors = errors
+        self.fetched = []
+        compute = mock.Mock()
+        compute.find_flavor.side_effect = self.find
+        compute.fetch_flavor_extra_specs.side_effect = self.fetch
+        self.connection = mock.Mock(compute=compute)
+
+    def get_instance_list(self):
+        return self.servers
+
+    def find(self, ref, ignore_missing=True, **query):
+        if ref in self.errors:
+            raise RuntimeError('No Flavor found for %s' % ref)
+        return mock.Mock(id=ref)
+
+    def fetch(self, flavor_id):
+        self.fetched.append(flavor_id)
+        return mock.Mock(extra_specs=self.flavors[flavor_id])
 
 
 def build_model(room=True):
@@ -269,6 +320,118 @@ class TestStrategy(base.TestCase):
             nova=Nova(self.FLAVORS, server=NovaclientServer))
         self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
                                      for a in actions])
+
+    def test_class_from_flavors_nova_did_not_embed(self):
+        # openstacksdk without a microversion (Watcher 16 and 17): each
+        # server's flavor is its id; the strategy reads each flavor's
+        # extra specs once.
+        flavors = {'f-high': {'hw:rdt_priority': 'high'},
+                   'f-low': {'hw:rdt_priority': 'low'}, 'f-plain': {}}
+        servers = [SDKServer(uuid, flavor) for uuid, flavor in (
+            ('protected', 'f-high'), ('low-1', 'f-low'), ('low-2', 'f-low'),
+            ('normal', 'f-plain'), ('blocker', 'f-plain'))]
+        nova = SDKNova(servers, flavors)
+        actions = self.run_strategy(
+            self.flavor_only_model(), self.points(
+                protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}),
+            nova=nova)
+        self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
+                                     for a in actions])
+        self.assertEqual(['f-high', 'f-low', 'f-plain'],
+                         sorted(nova.fetched))
+        self.assertIn('read those of 3 flavors from Nova', self.logger.output)
+        self.assertIn('low-2 on compute1: low,', self.logger.output)
+
+    def test_class_from_sdk_flavors_nova_embedded(self):
+        # From 2.47 the embedded flavor has its extra specs: no lookup.
+        servers = []
+        for uuid, specs in self.FLAVORS.items():
+            server = SDKServer(uuid, 'unused')
+            server.flavor = sdk_flavor({'original_name': 'f', 'vcpus': 2,
+                                        'ram': 64, 'disk': 1,
+                                        'ephemeral': 0, 'swap': 0,
+                                        'extra_specs': specs})
+            servers.append(server)
+        nova = SDKNova(servers, {})
+        actions = self.run_strategy(
+            self.flavor_only_model(), self.points(
+                protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}),
+            nova=nova)
+        self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
+                                     for a in actions])
+        self.assertEqual([], nova.fetched)
+        nova.connection.compute.find_flavor.assert_not_called()
+
+    def test_a_flavor_nova_cannot_give_leaves_metadata(self):
+        servers = [SDKServer(uuid, flavor) for uuid, flavor in (
+            ('protected', 'f-high'), ('low-1', 'gone'), ('low-2', 'gone'),
+            ('normal', 'f-plain'), ('blocker', 'f-plain'))]
+        nova = SDKNova(servers, {'f-high': {'hw:rdt_priority': 'high'},
+                                 'f-plain': {}}, errors=('gone',))
+        self.assertEqual([], self.run_strategy(
+            self.flavor_only_model(), self.points(
+                protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}),
+            nova=nova))
+        self.assertIn('Cannot read the extra specs of flavor gone from '
+                      'Nova', self.logger.output)
+        self.assertEqual(1, self.logger.output.count('flavor gone'))
+
+    def test_novaclient_flavor_lookup(self):
+        # Watcher 14 and 15: novaclient, by id, then by name among all
+        # flavors, private ones too.
+        flavors = mock.Mock()
+        flavors.get.side_effect = lambda ref: {
+            'f1': mock.Mock(get_keys=lambda: {'hw:rdt_priority': 'low'})
+        }[ref]
+        private = mock.Mock(get_keys=lambda: {'hw:rdt_priority': 'high'})
+        private.name = 'gold'
+        flavors.list.return_value = [private]
+        helper = mock.Mock(spec=['nova'], nova=mock.Mock(flavors=flavors))
+        self.assertEqual({'hw:rdt_priority': 'low'},
+                         compat.flavor_extra_specs(helper, 'f1'))
+        self.assertEqual({'hw:rdt_priority': 'high'},
+                         compat.flavor_extra_specs(helper, 'gold'))
+        flavors.list.assert_called_with(is_public=None)
+        self.assertRaises(KeyError, compat.flavor_extra_specs, helper, 'x')
+
+    def test_embedded_extra_specs(self):
+        old = {'id': 'f1', 'links': []}
+        new = {'original_name': 'm1', 'vcpus': 1, 'ram': 64, 'disk': 1,
+               'ephemeral': 0, 'swap': 0}
+        specs = {'hw:rdt_priority': 'low'}
+        cases = [
+            (None, None, None),
+            (old, None, 'f1'),
+            (sdk_flavor(old), None, 'f1'),
+            (dict(new, extra_specs=specs), specs, 'm1'),
+            (sdk_flavor(dict(new, extra_specs=specs)), specs, 'm1'),
+            # Nova left the extra specs out (policy): a dict shows it.
+            (new, None, 'm1'),
+        ]
+        for flavor, expected, ref in cases:
+            self.assertEqual(expected, compat.embedded_extra_specs(flavor),
+                             flavor)
+            self.assertEqual(ref, compat.flavor_ref(flavor), flavor)
+
+    def test_nova_helper_as_this_watcher_builds_it(self):
+        class Before17(object):
+            def __init__(self, osc=None, session=None, context=None):
+                self.osc = osc
+
+        class Since17(object):
+            def __init__(self, session=None, context=None):
+                self.session = session
+
+        with mock.patch.object(nova_helper, 'NovaHelper', Before17):
+            self.assertEqual('osc', compat.nova_helper('osc').osc)
+        with mock.patch.object(nova_helper, 'NovaHelper', Since17):
+            self.assertIsNone(compat.nova_helper('osc').session)
+        # The Watcher installed here, with its own signature.
+        with mock.patch.object(nova_helper.NovaHelper, '__init__',
+                               autospec=True, return_value=None) as init:
+            helper = compat.nova_helper('osc')
+        self.assertIsInstance(helper, nova_helper.NovaHelper)
+        init.assert_called_once()
 
     def test_no_measure_at_all_fails_the_audit(self):
         e = self.assertRaises(

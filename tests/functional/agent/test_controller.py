@@ -192,3 +192,51 @@ class TestController(ControllerCase):
         self.assertEqual(1, domains['0']['throttled'])
         self.assertIsNone(self.level(doc, high))
         self.assertIn('pools: 0: domains 0,1', self.logger.output)
+
+
+class TestLowWithoutMBA(ControllerCase):
+    """A low guest on the reference host booted with ``rdt=!mba``.
+
+    Nova places low instances on hosts without MBA (no high one can run
+    there, so none needs them throttled): the agent monitors and
+    publishes the class, and does nothing else.
+    """
+
+    profile = 'reference-no-mba'
+
+    def test_class_published_nothing_done(self):
+        low = self.boot_classed('low')
+        normal = self.boot_classed('normal')
+        self.agent.tick()
+        self.assertPlaced(low, None)
+        mark = self.mark()
+        docs = [self.period() for _ in range(4)]
+        self.agent.tick()
+        doc = docs[-1]
+        self.assertIs(False, doc['host']['mba'])
+        inst = doc['instances'][low]
+        self.assertEqual('low', inst['priority'])
+        self.assertIsNone(inst.get('level'))
+        self.assertIsNone(inst.get('mb_limit'))
+        # Monitored, as every low instance where the host can.
+        self.assertTrue(any(d['instances'][low].get('mbm_total_bps')
+                            for d in docs[1:]), docs)
+        self.assertEqual('normal', doc['instances'][normal]['priority'])
+        # Converged: no throttle group, no write to resctrl after the
+        # first tick, no warning at any tick.
+        self.assertEqual([], self.mutations(mark))
+        self.assertEqual([], [g for g in self.groups()
+                              if g.startswith(P + 'mb')])
+        self.assertPlaced(low, None)
+        self.assertEqual([], [line for line in
+                              self.logger.output.splitlines()
+                              if line.startswith(('WARNING', 'ERROR'))])
+        self.assertNotIn('Bandwidth controller', self.logger.output)
+
+        from prometheus_client import exposition
+
+        from rdt_virt.telemetry import prometheus
+        text = exposition.generate_latest(prometheus.registry_for(
+            lambda: doc)).decode()
+        self.assertIn('class="low"', text)
+        self.assertNotIn('rdt_virt_instance_controller_level{', text)

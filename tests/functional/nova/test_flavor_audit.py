@@ -130,25 +130,53 @@ class FlavorAuditTest(base.RDTServersTestBase):
         self.make('normal', {'hw:rdt_priority': 'normal'})
         self.make('gold', {'hw:rdt_priority': 'high',
                            'trait:CUSTOM_RDT_MBA': 'required'})
-        batch = self.make('batch', {'hw:rdt_priority': 'low'})
+        bare = self.make('bare gold', {'hw:rdt_priority': 'high'})
+        # A low flavor needs no trait: it runs on hosts without MBA too.
+        self.make('batch', {'hw:rdt_priority': 'low'})
+        # What earlier releases asked for: it works, and may go.
+        old = self.make('old batch', {'hw:rdt_priority': 'low',
+                                      'trait:CUSTOM_RDT_MBA': 'required'})
         # Each key is valid alone, so the API stores them; together they
         # are refused everywhere.
         cached = self.make('cached', {'hw:rdt_priority': 'low',
                                       'hw:cache_l3': '4096'})
         rc, out, err = self.audit()
         self.assertEqual(1, rc, err)
-        self.assertEqual('2 flavor(s) to change\n', err)
+        self.assertEqual('2 flavor(s) to change\n'
+                         '1 flavor(s) with keys they no longer need '
+                         '(commented out above)\n', err)
         self.assertEqual(
-            '# batch (id %(batch)s): filter-only, lacks '
+            '# bare gold (id %(bare)s): filter-only, lacks '
             'trait:CUSTOM_RDT_MBA=required\n'
             'openstack flavor set --property trait:CUSTOM_RDT_MBA=required '
-            '%(batch)s\n'
+            '%(bare)s\n'
             '# cached (id %(cached)s): invalid RDT extra specs, fix by '
             'hand: invalid value \'low\' for extra spec hw:rdt_priority: '
             'low cannot be combined with hw:cache_l3: the controller '
             'throttles low instances in rdt-virt\'s groups, and a '
             'dedicated cache puts the instance in libvirt\'s\n'
-            % {'batch': batch, 'cached': cached}, out)
+            '# old batch (id %(old)s): works, but no longer needs '
+            'trait:CUSTOM_RDT_MBA: hw:rdt_priority=low runs on hosts '
+            'without MBA too (no high instance runs there), and requiring '
+            'CUSTOM_RDT_MBA only keeps it off them\n'
+            '#   openstack flavor unset --property trait:CUSTOM_RDT_MBA '
+            '%(old)s\n'
+            % {'bare': bare, 'cached': cached, 'old': old}, out)
+
+    def test_unneeded_keys_alone_change_nothing(self):
+        old = self.make('old batch', {'hw:rdt_priority': 'low',
+                                      'trait:CUSTOM_RDT_MBA': 'required'})
+        rc, out, err = self.audit()
+        self.assertEqual(0, rc, err)
+        self.assertEqual('0 flavor(s) to change\n'
+                         '1 flavor(s) with keys they no longer need '
+                         '(commented out above)\n', err)
+        # Run as a shell script, the output changes nothing.
+        self.assertEqual([], [line for line in out.splitlines()
+                              if not line.startswith('#')])
+        self.assertEqual({'hw:rdt_priority': 'low',
+                          'trait:CUSTOM_RDT_MBA': 'required'},
+                         self.specs(old))
 
     def test_unreachable_cloud(self):
         def connect(cloud=None):

@@ -180,24 +180,43 @@ class TestSpawn(DriverTestCase):
                   'w') as f:
             f.write('llc_occupancy\n')
         self.drv._rdt_state(refresh=True)
-        for priority in ('high', 'low'):
-            e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
-                                  self.drv.spawn, None,
-                                  instance(0, {'hw:rdt_priority': priority}))
-            self.assertIn('hw:rdt_priority=%s needs memory bandwidth '
-                          'monitoring (MBM)' % priority, e.format_message())
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              self.drv.spawn, None,
+                              instance(0, {'hw:rdt_priority': 'high'}))
+        self.assertIn('hw:rdt_priority=high needs memory bandwidth '
+                      'monitoring (MBM)', e.format_message())
         self.super_spawn.assert_not_called()
         self.assertEqual([], self.claimed())
+        # A low instance needs no MBM: no high one can run here.
+        inst = instance(1, {'hw:rdt_priority': 'low'})
+        self.drv.spawn(None, inst, 'image')
+        self.super_spawn.assert_called_once_with(None, inst, 'image')
+        self.assertEqual([inst.uuid], self.claimed())
 
-    def test_priority_class_needs_mba(self):
+    def test_priority_high_needs_mba_low_does_not(self):
         shutil.rmtree(self.root)
         shutil.copytree(os.path.join(TREES, 'monitoring'), self.root)
         self.drv._rdt_state(refresh=True)
         e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
                               self.drv.spawn, None,
-                              instance(0, {'hw:rdt_priority': 'low'}))
-        self.assertIn('hw:rdt_priority=low needs memory bandwidth '
+                              instance(0, {'hw:rdt_priority': 'high'}))
+        self.assertIn('hw:rdt_priority=high needs memory bandwidth '
                       'allocation (MBA)', e.format_message())
+        self.super_spawn.assert_not_called()
+        inst = instance(1, {'hw:rdt_priority': 'low'})
+        self.drv.spawn(None, inst, 'image')
+        self.super_spawn.assert_called_once_with(None, inst, 'image')
+        claim = self.drv._rdt_claims.get(inst.uuid)
+        self.assertEqual('low', claim.plan.priority)
+        self.assertIsNone(claim.plan.mem_bw)
+        self.assertTrue(claim.plan.monitor)
+        # Its cap would still need MBA.
+        e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,
+                              self.drv.spawn, None,
+                              instance(2, {'hw:rdt_priority': 'low',
+                                           'hw:mem_bw': '30'}))
+        self.assertIn('no memory bandwidth allocation (MBA)',
+                      e.format_message())
 
     def test_invalid_extra_specs(self):
         e = self.assertRaises(nova_exception.ComputeResourcesUnavailable,

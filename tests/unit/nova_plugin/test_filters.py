@@ -81,7 +81,7 @@ class TestRDTFilter(base.TestCase):
             self.assertEqual(expected, self.passes(fakes.stats(caps), specs),
                              (caps, specs))
 
-    def test_priority_classes_need_mba_and_mbm(self):
+    def test_high_needs_mba_and_mbm_low_nothing(self):
         no_mbm = info.HostCapabilities(
             caches=fakes.REFERENCE.caches, membw=fakes.REFERENCE.membw,
             monitor=dataclasses.replace(
@@ -98,11 +98,18 @@ class TestRDTFilter(base.TestCase):
             (fakes.L3_CAT, False),
             (fakes.NONE, False),
         ]
-        for priority in ('high', 'low'):
-            for caps, expected in cases:
-                self.assertEqual(expected, self.passes(
-                    fakes.stats(caps), {'hw:rdt_priority': priority}),
-                    (caps, priority))
+        for caps, expected in cases:
+            self.assertEqual(expected, self.passes(
+                fakes.stats(caps), {'hw:rdt_priority': 'high'}), caps)
+            # No high instance runs where MBA or MBM is missing: a low one
+            # has nobody to be throttled for there.
+            self.assertTrue(self.passes(
+                fakes.stats(caps), {'hw:rdt_priority': 'low'}), caps)
+        # A low cap needs MBA as any cap does.
+        self.assertFalse(self.passes(fakes.stats(no_mba), {
+            'hw:rdt_priority': 'low', 'hw:mem_bw': '30'}))
+        # Hosts without rdt-virt's driver report nothing at all.
+        self.assertFalse(self.passes(None, {'hw:rdt_priority': 'low'}))
         # normal asks nothing of a host, like a flavor without the key.
         with mock.patch.object(hoststats, 'decode') as decode:
             self.assertTrue(self.passes(None, {'hw:rdt_priority': 'normal'}))
@@ -117,9 +124,12 @@ class TestRDTFilter(base.TestCase):
         no_mba = fakes.host_state('no-mba', fakes.stats(fakes.L3_CAT))
         e = self.assertRaises(exception.NoValidHost, self.filt.filter_all,
                               [no_mba],
-                              fakes.request_spec({'hw:rdt_priority': 'low'}))
-        self.assertIn('no host can take hw:rdt_priority=low: 1 host: ',
-                      str(e))
+                              fakes.request_spec({'hw:rdt_priority': 'high'}))
+        self.assertIn('no host can take hw:rdt_priority=high: 1 host: '
+                      'hw:rdt_priority=high needs memory bandwidth '
+                      'allocation (MBA)', str(e))
+        self.assertEqual([no_mba], self.filt.filter_all(
+            [no_mba], fakes.request_spec({'hw:rdt_priority': 'low'})))
 
     def test_closid_capacity(self):
         specs = {'hw:mem_bw': '10'}

@@ -170,19 +170,50 @@ class TestPriority(base.TestCase):
     NO_MBA = info.HostCapabilities(caches={'L3': hosts._l3()},
                                    monitor=hosts._mon())
 
-    def test_refused_without_mba_or_mbm(self):
+    def test_high_refused_without_mba_or_mbm(self):
         table = [
             (self.NO_MBA, 'needs memory bandwidth allocation (MBA)'),
             (hosts.MONITORING, 'needs memory bandwidth allocation (MBA)'),
             (hosts.L3_CAT, 'needs memory bandwidth allocation (MBA)'),
+            (hosts.NONE, 'needs memory bandwidth allocation (MBA)'),
             (self.CMT_ONLY, 'needs memory bandwidth monitoring (MBM)'),
         ]
-        for priority in (es.PRIORITY_HIGH, es.PRIORITY_LOW):
-            for host, reason in table:
-                e = self.assertRaises(exception.HostCannotServe, fit.fit,
-                                      P(priority=priority), host)
-                self.assertIn('hw:rdt_priority=%s %s' % (priority, reason),
-                              e.reason)
+        for host, reason in table:
+            e = self.assertRaises(exception.HostCannotServe, fit.fit,
+                                  P(priority=es.PRIORITY_HIGH), host)
+            self.assertIn('hw:rdt_priority=high %s' % reason, e.reason)
+
+    def test_low_served_without_mba_or_mbm(self):
+        # No high instance can run there, so none needs the low one
+        # throttled: it runs as it is, monitored where the host can.
+        table = [
+            (self.NO_MBA, True),
+            (hosts.MONITORING, True),
+            (self.CMT_ONLY, True),
+            (hosts.L3_CAT, False),
+            (hosts.NONE, False),
+        ]
+        for host, monitored in table:
+            for default in (True, False):
+                plan = fit.fit(P(priority=es.PRIORITY_LOW), host,
+                               monitoring=default)
+                self.assertEqual(es.PRIORITY_LOW, plan.priority)
+                self.assertEqual(monitored, plan.monitor, host)
+                self.assertIsNone(plan.mem_bw)
+                self.assertFalse(plan.own_group)
+                self.assertFalse(plan.is_empty)
+
+    def test_low_with_a_cap_still_needs_mba(self):
+        e = self.assertRaises(exception.HostCannotServe, fit.fit,
+                              P(priority=es.PRIORITY_LOW, mem_bw=30),
+                              self.NO_MBA)
+        self.assertIn('no memory bandwidth allocation (MBA)', e.reason)
+
+    def test_low_asking_for_monitoring_needs_it(self):
+        e = self.assertRaises(exception.HostCannotServe, fit.fit,
+                              P(priority=es.PRIORITY_LOW, monitor=True),
+                              hosts.L3_CAT)
+        self.assertIn('hw:rdt_monitor=true needs', e.reason)
 
     def test_normal_is_served_anywhere(self):
         for host in (self.NO_MBA, self.CMT_ONLY, hosts.NONE):

@@ -32,12 +32,12 @@ class TestExpected(base.TestCase):
               'trait:CUSTOM_RDT_MBA': 'required'}),
             ({'hw:cache_l3_code': '1024', 'hw:cache_l3_data': '1024'},
              {RC: '1', 'trait:CUSTOM_RDT_L3_CDP': 'required'}),
-            # A class needs MBA; without a cap the instance holds no
+            # high needs MBA; without a cap the instance holds no
             # CLOSID of its own (the agent's groups are reserved).
             ({'hw:rdt_priority': 'high'},
              {'trait:CUSTOM_RDT_MBA': 'required'}),
-            ({'hw:rdt_priority': 'low'},
-             {'trait:CUSTOM_RDT_MBA': 'required'}),
+            # low needs nothing of a host, only what its cap needs.
+            ({'hw:rdt_priority': 'low'}, {}),
             ({'hw:rdt_priority': 'low', 'hw:mem_bw': '30'},
              {RC: '1', 'trait:CUSTOM_RDT_MBA': 'required'}),
             ({'hw:rdt_priority': 'normal'}, {}),
@@ -129,11 +129,54 @@ class TestAudit(base.TestCase):
             ['openstack flavor unset --property resources:CUSTOM_RDT_CLOSID '
              'mon'], placement.fix_commands('mon', result))
 
-    def test_forbidding_mba_contradicts_a_class(self):
+    def test_forbidding_mba_contradicts_high_not_low(self):
         result = placement.audit({'hw:rdt_priority': 'high',
                                   'trait:CUSTOM_RDT_MBA': 'forbidden'})
         self.assertEqual(('forbids trait CUSTOM_RDT_MBA, its hw: keys need '
                           'it',), result.conflicts)
+        # A low flavor kept off hosts with MBA is the operator's choice.
+        result = placement.audit({'hw:rdt_priority': 'low',
+                                  'trait:CUSTOM_RDT_MBA': 'forbidden'})
+        self.assertTrue(result.ok)
+        self.assertEqual((), result.conflicts)
+        self.assertEqual({}, result.unneeded)
+        # Not with a cap, which needs MBA.
+        result = placement.audit({'hw:rdt_priority': 'low',
+                                  'hw:mem_bw': '30', RC: '1',
+                                  'trait:CUSTOM_RDT_MBA': 'forbidden'})
+        self.assertEqual(('forbids trait CUSTOM_RDT_MBA, its hw: keys need '
+                          'it',), result.conflicts)
+
+    def test_mba_on_a_low_flavor_is_ok_and_unneeded(self):
+        # What earlier releases asked for: still accepted.
+        for key in ('trait:CUSTOM_RDT_MBA', 'trait1:CUSTOM_RDT_MBA'):
+            result = placement.audit({'hw:rdt_priority': 'low',
+                                      key: 'required'})
+            self.assertTrue(result.ok)
+            self.assertEqual((), result.conflicts)
+            self.assertEqual([key], list(result.unneeded))
+            self.assertIn('hw:rdt_priority=low runs on hosts without MBA '
+                          'too', result.unneeded[key])
+            self.assertEqual(
+                ['openstack flavor unset --property %s batch' % key],
+                placement.unneeded_commands('batch', result))
+            self.assertEqual([], placement.fix_commands('batch', result))
+
+    def test_mba_is_needed_by_high_and_by_caps(self):
+        for specs in ({'hw:rdt_priority': 'high'},
+                      {'hw:rdt_priority': 'low', 'hw:mem_bw': '30', RC: '1'},
+                      {'hw:rdt_priority': 'low', 'hw:mem_bw_mbps': '300',
+                       RC: '1'},
+                      {'hw:mem_bw': '30', RC: '1'}):
+            result = placement.audit(dict(specs, **{
+                'trait:CUSTOM_RDT_MBA': 'required'}))
+            self.assertTrue(result.ok, specs)
+            self.assertEqual({}, result.unneeded, specs)
+            self.assertEqual([], placement.unneeded_commands('f', result))
+        # Other traits an operator requires stay theirs.
+        result = placement.audit({'hw:rdt_priority': 'low',
+                                  'trait:CUSTOM_RDT_MBM_TOTAL': 'required'})
+        self.assertEqual({}, result.unneeded)
 
     def test_invalid_hw_keys_raise(self):
         self.assertRaises(exception.InvalidExtraSpec, placement.audit,
