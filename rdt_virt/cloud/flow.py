@@ -753,13 +753,16 @@ class Flow(object):
                     'hw:rdt_priority' in text,
                     'hw:rdt_priority=urgent is refused with HTTP 400 and '
                     'the reason')
-        # The high server first, working; then the noisy low ones. Only
-        # the reference host has MBA: the classes need it.
+        # The high server first, working; only the reference host has
+        # MBA, which it needs. Then the noisy low ones beside it (--host,
+        # an admin's request): the scheduler would send them to compute2,
+        # which holds no high server and takes low ones.
         self.os('server', 'create', '--flavor', 'rdt.high', '--image',
                 'rdt-work', '--nic', 'none', '--wait', 'high')
-        self.os('server', 'create', '--flavor', 'rdt.low', '--image',
-                'rdt-burn', '--nic', 'none', '--min', LOW, '--max', LOW,
-                'low')
+        self.os('--os-compute-api-version', '2.74', 'server', 'create',
+                '--flavor', 'rdt.low', '--image', 'rdt-burn', '--nic',
+                'none', '--host', self.CONTROLLED, '--min', LOW, '--max',
+                LOW, 'low')
         hosts = {}
         for name in ['high'] + self._low_names():
             server = self.wait(name + ' ACTIVE', lambda n=name: self._state(
