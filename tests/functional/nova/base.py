@@ -319,6 +319,26 @@ class RDTServersTestBase(base.ServersTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate))
 
+    def live_migrations_raise(self):
+        """Live migrations through fakelibvirt fail as libvirt fails them.
+
+        fakelibvirt's ``migrateToURI3`` raises, as libvirt does when the
+        migration fails, but up to Nova 33 its domains report a migration
+        job running until a test ends it: Nova's monitor then polls for
+        ever, and stopping the compute at the test's end waits for it.
+        Here the job ends (failed) before the call raises, as in libvirt.
+        """
+        def migrate(domain, destination, params, flags):
+            domain.fail_job()
+            raise fakelibvirt.make_libvirtError(
+                fakelibvirt.libvirtError,
+                'Migration always fails for fake libvirt!',
+                error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR,
+                error_domain=fakelibvirt.VIR_FROM_QEMU)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate))
+
     def allow_rescue(self):
         """Rescue works on the fake hosts.
 
