@@ -20,6 +20,7 @@ import subprocess
 import fixtures
 import yaml
 
+from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import prometheus
 from rdt_virt.cloud import services
 from rdt_virt.telemetry import prometheus as exporter
@@ -143,3 +144,43 @@ class TestAetos(base.TestCase):
         self.assertEqual(exporter.PROJECT_LABEL, prometheus.PROJECT_LABEL)
         self.assertEqual('project', prometheus.PROJECT_LABEL)
 
+
+class TestTenantRows(base.TestCase):
+
+    def test_series_by_instance_with_their_projects(self):
+        rows = [{'instance_uuid': 'u1', 'project': 'p1', 'value': '1'},
+                {'instance_uuid': 'u1', 'project': 'p1', 'value': '2',
+                 'setting': 'cache_l3'},
+                {'instance_uuid': 'u2', 'project': 'p2', 'value': '3'}]
+        self.assertEqual({'u1': {'p1'}, 'u2': {'p2'}},
+                         flow_prometheus._series(rows))
+        self.assertEqual({}, flow_prometheus._series([]))
+        self.assertEqual({}, flow_prometheus._series(None))
+
+    def test_rows_of_a_query_table(self):
+        text = (
+            '+----------+--------------------------------------+-------+\n'
+            '| fqdn     | instance_uuid                        | value |\n'
+            '+----------+--------------------------------------+-------+\n'
+            '| compute2 | 01a46b5c-b670-4070-9d62-5f70593acb86 | 3328  |\n'
+            '| compute1 | 4eb014b2-7c9a-4e3b-91c0-a9fcf7c49bee | 1     |\n'
+            '+----------+--------------------------------------+-------+\n')
+        self.assertEqual(
+            [{'fqdn': 'compute2', 'value': '3328',
+              'instance_uuid': '01a46b5c-b670-4070-9d62-5f70593acb86'},
+             {'fqdn': 'compute1', 'value': '1',
+              'instance_uuid': '4eb014b2-7c9a-4e3b-91c0-a9fcf7c49bee'}],
+            flow_prometheus.table_rows(text))
+        # No series: the command prints nothing.
+        self.assertEqual([], flow_prometheus.table_rows(''))
+
+    def test_field_of_a_show_table(self):
+        text = ('+-------+----------------------------------+\n'
+                '| Field | Value                            |\n'
+                '+-------+----------------------------------+\n'
+                '| id    | 20702da526944f7d9a848bd02af42d61 |\n'
+                '| name  | tenant-a                         |\n'
+                '+-------+----------------------------------+\n')
+        self.assertEqual('20702da526944f7d9a848bd02af42d61',
+                         flow_prometheus.field(text, 'id'))
+        self.assertIsNone(flow_prometheus.field(text, 'status'))
