@@ -94,15 +94,20 @@ def query(flow, promql, columns, env=None):
     return table_rows(text)
 
 
+def prom_api(flow, path):
+    """The ``data`` of Prometheus's own answer, or None."""
+    try:
+        with urllib.request.urlopen(prometheus.url(flow.cloud.layout, path),
+                                    timeout=10) as resp:
+            return json.load(resp)['data']
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def prom_query(flow, query):
     """Prometheus's own answer (the flow's waits; not shown)."""
-    url = prometheus.url(flow.cloud.layout, '/api/v1/query?' +
-                         urllib.parse.urlencode({'query': query}))
-    try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            return json.load(resp)['data']['result']
-    except (OSError, ValueError, KeyError):
-        return []
+    return (prom_api(flow, '/api/v1/query?' + urllib.parse.urlencode(
+        {'query': query})) or {}).get('result') or []
 
 
 def _admin_env(flow):
@@ -145,6 +150,41 @@ def targets(flow):
                 'host as %s' % (len(jobs), ', '.join(
                     h for h, _ in services.COMPUTES),
                     prometheus.FQDN_LABEL))
+    rules(flow)
+
+
+def rules(flow):
+    """Prometheus evaluates every rule of the source tree's rule files.
+
+    Aetos serves no rules: this is read from Prometheus itself, as an
+    operator does on its host.
+    """
+    files = prometheus.rule_files()
+    if not files:
+        flow.out('  note: no rule files in %s' % prometheus.RULES)
+        return
+    path = '/api/v1/rules'
+
+    def evaluated():
+        groups = (prom_api(flow, path) or {}).get('groups') or []
+        health = {r.get('health') for g in groups for r in g['rules']}
+        return groups if groups and health <= {'ok', 'err'} else None
+    groups = flow.wait('Prometheus to evaluate its rules', evaluated,
+                       timeout=60, interval=3)
+    flow.out('$ curl -s %s   (summed up: group, file, rules, health)' %
+             prometheus.url(flow.cloud.layout, path))
+    for g in groups:
+        health = sorted({r.get('health') for r in g['rules']})
+        flow.out('%s  %s  %d rules  %s' % (
+            g['name'], os.path.basename(g['file']), len(g['rules']),
+            ','.join(health)))
+    errors = ['%s: %s' % (r.get('name'), r.get('lastError'))
+              for g in groups for r in g['rules'] if r.get('health') != 'ok']
+    flow.expect({g['file'] for g in groups} == set(files) and not errors,
+                'Prometheus evaluates the %d rules of %s without an error%s'
+                % (sum(len(g['rules']) for g in groups), ', '.join(
+                    os.path.basename(f) for f in files),
+                   ''.join('; ' + e for e in errors)))
 
 
 def _openrc(flow, project, user):

@@ -37,6 +37,7 @@ which the agent's ``[rdt_agent] prometheus_project_label`` and Ceilometer's
 exporter both call ``project``.
 """
 
+import glob
 import importlib.util
 import os
 import urllib.request
@@ -69,6 +70,11 @@ CATALOG_ENTRY = ('aetos', 'aetos', 'metric-storage', 'aetos', '')
 def aetos_installed():
     """Whether Aetos is installed (2025.2 and later; 2025.1 has none)."""
     return importlib.util.find_spec('aetos') is not None
+
+
+def rule_files(pattern=RULES):
+    """The rule files Prometheus loads: those of the source tree."""
+    return sorted(glob.glob(pattern))
 
 
 def targets(layout, hosts=None):

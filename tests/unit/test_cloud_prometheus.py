@@ -84,6 +84,14 @@ class TestScrapeConfig(base.TestCase):
             os.path.dirname(os.path.abspath(__file__)))), 'etc',
             'prometheus', '*.yml'), prometheus.RULES)
 
+    def test_rule_files_are_those_the_glob_finds(self):
+        for name in ('b.yml', 'a.yml', 'notes.txt'):
+            open(os.path.join(self.tmp, name), 'w').close()
+        self.assertEqual([os.path.join(self.tmp, 'a.yml'),
+                          os.path.join(self.tmp, 'b.yml')],
+                         prometheus.rule_files(os.path.join(self.tmp,
+                                                            '*.yml')))
+
     def test_written_config_passes_promtool(self):
         promtool = shutil.which('promtool')
         if not promtool:
