@@ -2,8 +2,9 @@
 # Install everything the rdt-virt test suites need on Debian 12 and run them.
 #
 # Run as root on a fresh machine: it installs the system packages listed in
-# bindep.txt (libvirt, QEMU, FUSE, ...), builds the tox environments (with
-# Nova and Ceilometer) and runs the style checks, the unit tests, the
+# bindep.txt (libvirt, QEMU, FUSE, promtool, ...), builds the tox
+# environments (with Nova and Ceilometer) and runs the style checks, the
+# promtool tests of the Prometheus rules, the unit tests, the
 # functional tests on the emulated RDT host (real libvirtd and KVM guests;
 # Gnocchi, from its own environment, for the telemetry tests), the unit
 # tests and the tests of Watcher's code on OpenStack 2025.1 and 2026.1
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 # unit-2025.1 and unit-2026.1: the older SLURP releases' unit tests and
 # Watcher's model; their Nova harness is in the release-* targets.
-envs=${RDT_VIRT_TOX_ENVS:-pep8,py3,gnocchi,functional,unit-2025.1,unit-2026.1,genconfig,docs,releasenotes,metric-client,cloud}
+envs=${RDT_VIRT_TOX_ENVS:-pep8,promtool,py3,gnocchi,functional,unit-2025.1,unit-2026.1,genconfig,docs,releasenotes,metric-client,cloud}
 
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh

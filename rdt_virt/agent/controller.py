@@ -235,6 +235,12 @@ class Report:
     total: float
     throttled: int
     active_high: int
+    # Active low instances on the domain, and how many of them sit at
+    # their floor once the period's levels are in force: all of them,
+    # with a high instance under pressure, and nothing is left to throttle.
+    active_low: int = 0
+    low_at_floor: int = 0
+    starved_high: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -421,6 +427,7 @@ def decide(members, state, scale, params, now, capacities=None):
     release_ok = {}             # uuid -> set of domains that release
     hold_for = {}               # uuid -> set of domains that hold
     reports = {}
+    active_lows = {}            # domain -> (active lows, capacity)
     new_domains = {}
     changed_domains = set()
     for dom in sorted(domain_ids):
@@ -571,9 +578,11 @@ def decide(members, state, scale, params, now, capacities=None):
             changed_domains.add(dom)
         new_domains[dom] = dataclasses.replace(
             memory, given=given, undo=undo, stopped=stopped)
+        active_lows[dom] = (lows, capacity)
         reports[dom] = Report(
             decision, reason, pressure, capacity, source, total,
-            throttled=0, active_high=len(highs))
+            throttled=0, active_high=len(highs), active_low=len(lows),
+            starved_high=len(hungry))
     levelgroups.in_place(throttle_votes, pending, levels)
     changes = []
     for uuid, (new, dom) in sorted(throttle_votes.items()):
@@ -614,7 +623,11 @@ def decide(members, state, scale, params, now, capacities=None):
                     'change in place)'))
     for dom, report in list(reports.items()):
         throttled = sum(1 for u in levels if held_there(u, dom))
-        reports[dom] = dataclasses.replace(report, throttled=throttled)
+        lows, capacity = active_lows[dom]
+        at_floor = sum(1 for m in lows if in_force(m, levels, scale) <=
+                       _floor(m, scale, params, capacity))
+        reports[dom] = dataclasses.replace(report, throttled=throttled,
+                                           low_at_floor=at_floor)
     held_on = {u: held_on[u] for u in levels}
     return Decision(State(levels, new_domains, seen, held_on, peaks),
                     tuple(changes), reports)

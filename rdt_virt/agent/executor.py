@@ -18,7 +18,10 @@ refusals into outcomes the service understands. Running out of CLOSIDs or
 RMIDs (ENOSPC) and RMIDs still in limbo (EBUSY) are warnings: the group is
 *blocked* for ``[rdt_agent] retry_interval`` and the instance keeps running
 as it is. When an action fails, the later actions that depend on its group
-are skipped rather than failing one by one.
+are skipped rather than failing one by one. :attr:`Executor.failures`
+counts the refusals by error code over the agent's life (the Prometheus
+endpoint's ``rdt_virt_agent_write_failures_total``); the log has each
+one with the kernel's ``last_cmd_status``.
 
 Kernels before 6.5 cannot move a monitoring group to another control group
 (rename answers EPERM). The executor finds out by trying, as distributions
@@ -27,6 +30,7 @@ group and re-create the monitoring group there, and it does so directly
 from then on. The threads never pass through the default group.
 """
 
+import collections
 import dataclasses
 import typing
 
@@ -43,6 +47,11 @@ REASONS = {
     (model.CreateMonGroup, priv.E_NOSPACE): 'no free RMID',
     (model.CreateMonGroup, priv.E_BUSY): 'RMIDs busy in limbo',
 }
+# The refusals counted from the start, at 0, so that a scraper sees the
+# first one as an increase. A group someone else made first (E_EXISTS) and
+# a rename the kernel cannot do (E_NORENAME) are handled, not failures.
+COUNTED = tuple(c for c in priv.ERRORS
+                if c not in (priv.E_EXISTS, priv.E_NORENAME))
 
 
 @dataclasses.dataclass
@@ -103,6 +112,8 @@ class Executor(object):
         # Whether the kernel can rename monitoring groups: None until a
         # rename was tried.
         self.can_rename = None
+        # {error code: refusals} since the agent started.
+        self.failures = collections.Counter(dict.fromkeys(COUNTED, 0))
 
     def _call(self, action):
         api = self.api
@@ -232,10 +243,10 @@ class Executor(object):
             LOG.debug('Moved threads %s to %s/%s', result.get('moved'),
                       action.group, action.mon_group)
 
-    @staticmethod
-    def _failed(action, result, out, broken):
+    def _failed(self, action, result, out, broken):
         code, message = result.get('error'), result.get('message')
         out.failures.append((action, code, message))
+        self.failures[code or 'unknown'] += 1
         reason = REASONS.get((type(action), code))
         if code == priv.E_NOTMOUNTED:
             out.not_mounted = True

@@ -360,6 +360,9 @@ class Protection(object):
                 'total_bps': round(r.total, 3),
                 'throttled': r.throttled,
                 'active_high': r.active_high,
+                'active_low': r.active_low,
+                'low_at_floor': r.low_at_floor,
+                'starved_high': r.starved_high,
                 'decision': r.decision,
                 'reason': r.reason,
                 # What a restarted agent needs to go on where this one is
@@ -371,6 +374,7 @@ class Protection(object):
             }
         return {'enabled': bool(self.opts.controller_enabled),
                 'unit': self.unit, 'period': self.period,
+                'high_watermark': self.params.high_watermark,
                 'domains': domains, 'demand': dict(sorted(
                     self.demands.items()))}
 

@@ -29,6 +29,12 @@ must ignore what they do not know):
 * per instance, ``level`` is the controller's level in force in the
   instance's ``group``; ``level_next`` (only while it differs) the level
   the controller decided at this sample, which the next tick applies;
+* ``host.mba``: whether the mounted resctrl offers memory bandwidth
+  allocation (absent while resctrl is not mounted);
+* ``host.controller.high_watermark``, and per domain of
+  ``host.controller.domains`` the counts ``active_low``,
+  ``low_at_floor`` (active low instances the controller cannot throttle
+  further) and ``starved_high``;
 * ``host.bandwidth_ceiling_bps``: the most the host's memory can move; no
   rate is published above it, and ``host.counter_resets`` counts the
   readings dropped because a counter jumped above it (a hardware reset).

@@ -205,7 +205,7 @@ class Sampling(object):
             rmids_used=mon.rmids_used,
             closids_total=caps.num_closids if caps else 0,
             closids_used=mon.closids_used, mon_budget=mon.budget or 0,
-            extra=self._host_extra(controller), energy=energy,
+            extra=self._host_extra(controller, caps), energy=energy,
             levels=levels, limits=limits, pending=pending)
         try:
             state.write(self.conf.rdt.state_file, doc)
@@ -215,9 +215,13 @@ class Sampling(object):
         self.last_doc = doc
         return doc
 
-    def _host_extra(self, controller=None):
+    def _host_extra(self, controller=None, caps=None):
         extra = {'bandwidth_ceiling_bps': self.tracker.ceiling,
                  'counter_resets': self.tracker.jumps}
+        if caps is not None:
+            # Whether the mounted resctrl throttles memory bandwidth:
+            # priority classes need it.
+            extra['mba'] = caps.mb is not None
         if controller is not None:
             extra['controller'] = controller
         extra.update(self.monitoring.counter_info or {})

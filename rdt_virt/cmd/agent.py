@@ -66,6 +66,15 @@ def build_agent(conf=CONF, source=None, proc=None, api=None):
     return service.Agent(conf, resctrl, source, proc, ex)
 
 
+def agent_totals(agent):
+    """The agent's counters for its Prometheus endpoint."""
+    totals = dict(agent.totals, tick_cpu=agent.last_tick.cpu)
+    failures = getattr(agent.executor, 'failures', None)
+    if failures is not None:
+        totals['write_failures'] = dict(failures)
+    return totals
+
+
 def start_prometheus(agent, conf=CONF):
     """Serve the agent's metrics if ``prometheus_port`` is set."""
     opts = conf.rdt_agent
@@ -78,16 +87,13 @@ def start_prometheus(agent, conf=CONF):
                     'endpoint')
         return None
 
-    def totals():
-        return dict(agent.totals, tick_cpu=agent.last_tick.cpu)
-
     try:
         # Read here: oslo.config checks a value when it is read, and a bad
         # label name costs the metrics only.
         project_label = opts.prometheus_project_label
         server = prometheus.serve(
             opts.prometheus_host, opts.prometheus_port,
-            lambda: agent.last_doc, totals,
+            lambda: agent.last_doc, lambda: agent_totals(agent),
             instance_names=opts.prometheus_instance_names,
             group_prefix=conf.rdt.group_prefix,
             certfile=opts.prometheus_tls_cert,

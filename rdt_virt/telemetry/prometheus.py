@@ -41,10 +41,22 @@ Per host: the same three sums as ``rdt_virt_host_*`` (and
 ``rdt_virt_host_cpu_core_watts`` with telemetry), plus
 ``rdt_virt_host_rmids``, ``rdt_virt_host_rmids_used``,
 ``rdt_virt_host_closids``, ``rdt_virt_host_closids_used``,
-``rdt_virt_host_monitoring_coverage_ratio`` and
-``rdt_virt_host_monitoring_rotating``; and the agent's own
-``rdt_virt_agent_ticks_total``, ``rdt_virt_agent_writes_total``,
-``rdt_virt_agent_errors_total``, ``rdt_virt_agent_tick_cpu_seconds``.
+``rdt_virt_host_instances``, ``rdt_virt_host_monitored_instances``,
+``rdt_virt_host_monitoring_budget`` (the monitoring groups the RMIDs
+allow), ``rdt_virt_host_monitoring_coverage_ratio`` (monitored instances
+with values), ``rdt_virt_host_monitoring_group_coverage_ratio`` (those
+needing a monitoring group that have one),
+``rdt_virt_host_monitoring_rotating`` and
+``rdt_virt_host_mba_supported`` (0 or 1; absent while resctrl is not
+mounted); and the agent's own ``rdt_virt_agent_ticks_total``,
+``rdt_virt_agent_writes_total``, ``rdt_virt_agent_errors_total``,
+``rdt_virt_agent_write_failures_total`` (resctrl writes the kernel
+refused, by ``error``: ``nospace``, ``busy``, ``notfound``,
+``notmounted``, ``refused``), ``rdt_virt_agent_tick_cpu_seconds``,
+``rdt_virt_agent_last_sample_timestamp_seconds`` (the state document's
+``time``: a value that stops moving is an agent that stopped sampling,
+while this endpoint, a thread of its own, still answers) and
+``rdt_virt_agent_sample_interval_seconds``.
 
 Protection (``hw:rdt_priority`` and the bandwidth controller):
 ``rdt_virt_instance_protection_class`` (1, with a ``class`` label),
@@ -54,8 +66,14 @@ absent while it is not held), ``rdt_virt_instance_controller_throttled``
 (low-priority instances: 1 while held); per memory bandwidth domain
 (``domain`` label) ``rdt_virt_domain_bandwidth_pressure_ratio``,
 ``rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second`` (with a
-``source`` label), ``rdt_virt_domain_throttled_instances`` and
-``rdt_virt_domain_active_high_instances``.
+``source`` label), ``rdt_virt_domain_throttled_instances``,
+``rdt_virt_domain_active_high_instances``,
+``rdt_virt_domain_starved_high_instances``,
+``rdt_virt_domain_active_low_instances`` and
+``rdt_virt_domain_low_instances_at_floor`` (active low instances that
+cannot be throttled further); and per host
+``rdt_virt_host_controller_high_watermark_ratio``, the pressure at which
+the controller throttles.
 
 Instances without a value are left out of a series rather than reported
 as 0.
@@ -133,6 +151,15 @@ _HOST = (
      'Free MBM counters on the scarcest domain'),
     ('counter_coverage', 'rdt_virt_host_mbm_counter_coverage_ratio',
      'Share of the monitored instances that have MBM counters now'),
+    ('instances', 'rdt_virt_host_instances', 'Nova instances on the host'),
+    ('monitored', 'rdt_virt_host_monitored_instances',
+     'Instances the agent monitors'),
+    ('mon_budget', 'rdt_virt_host_monitoring_budget',
+     'Monitoring groups the agent may keep (its RMID budget)'),
+    ('mon_coverage', 'rdt_virt_host_monitoring_group_coverage_ratio',
+     'Share of the instances needing a monitoring group that have one'),
+    ('mba', 'rdt_virt_host_mba_supported',
+     '1 when resctrl offers memory bandwidth allocation (MBA)'),
 )
 _DOMAIN = (
     ('pressure', 'rdt_virt_domain_bandwidth_pressure_ratio',
@@ -145,6 +172,20 @@ _DOMAIN = (
      'Low-priority instances the controller holds down on the domain'),
     ('active_high', 'rdt_virt_domain_active_high_instances',
      'Active high-priority instances on the domain'),
+    ('starved_high', 'rdt_virt_domain_starved_high_instances',
+     'Active high-priority instances below half their peak while wanting '
+     'as much'),
+    ('active_low', 'rdt_virt_domain_active_low_instances',
+     'Active low-priority instances on the domain'),
+    ('low_at_floor', 'rdt_virt_domain_low_instances_at_floor',
+     'Active low-priority instances the controller cannot throttle further'),
+)
+# The agent's own counters: (totals key, name without _total, help).
+_AGENT = (
+    ('ticks', 'rdt_virt_agent_ticks', 'Reconciliation ticks'),
+    ('writes', 'rdt_virt_agent_writes', 'resctrl writes'),
+    ('errors', 'rdt_virt_agent_errors', 'Unexpected errors'),
+    ('events', 'rdt_virt_agent_events', 'libvirt events handled'),
 )
 LABELS = ['instance_uuid', 'group']
 #: The label Aetos restricts tenants' queries on, by default
@@ -269,20 +310,53 @@ class StateCollector(object):
             if value is None:
                 continue
             yield core.GaugeMetricFamily(name, doc_text, value=float(value))
+        part = host.get('controller')
+        if isinstance(part, dict) and _number(part.get('high_watermark')):
+            yield core.GaugeMetricFamily(
+                'rdt_virt_host_controller_high_watermark_ratio',
+                'Pressure at or above which the controller throttles',
+                value=float(part['high_watermark']))
+        yield from self._sample_time(doc)
         totals = self.get_totals() if self.get_totals else None
         if totals:
-            for key, text in (('ticks', 'Reconciliation ticks'),
-                              ('writes', 'resctrl writes'),
-                              ('errors', 'Unexpected errors'),
-                              ('events', 'libvirt events handled')):
-                if key in totals:
-                    yield core.CounterMetricFamily(
-                        'rdt_virt_agent_%s' % key, text,
-                        value=float(totals[key]))
-            if 'tick_cpu' in totals:
-                yield core.GaugeMetricFamily(
-                    'rdt_virt_agent_tick_cpu_seconds',
-                    'CPU time of the last tick', value=totals['tick_cpu'])
+            yield from self._totals(totals)
+
+    @staticmethod
+    def _sample_time(doc):
+        from prometheus_client import core
+
+        if _number(doc.get('time')):
+            yield core.GaugeMetricFamily(
+                'rdt_virt_agent_last_sample_timestamp_seconds',
+                'When the agent took the sample served here (epoch '
+                'seconds)', value=float(doc['time']))
+        if _number(doc.get('interval')):
+            yield core.GaugeMetricFamily(
+                'rdt_virt_agent_sample_interval_seconds',
+                'Seconds between the agent\'s samples',
+                value=float(doc['interval']))
+
+    @staticmethod
+    def _totals(totals):
+        from prometheus_client import core
+
+        for key, name, text in _AGENT:
+            if key in totals:
+                yield core.CounterMetricFamily(name, text,
+                                               value=float(totals[key]))
+        failures = totals.get('write_failures')
+        if isinstance(failures, dict):
+            family = core.CounterMetricFamily(
+                'rdt_virt_agent_write_failures',
+                'resctrl writes the kernel refused, by error',
+                labels=['error'])
+            for code, count in sorted(failures.items()):
+                family.add_metric([str(code)], float(count))
+            yield family
+        if 'tick_cpu' in totals:
+            yield core.GaugeMetricFamily(
+                'rdt_virt_agent_tick_cpu_seconds',
+                'CPU time of the last tick', value=totals['tick_cpu'])
 
     def _energy(self, doc, label_names):
         from prometheus_client import core

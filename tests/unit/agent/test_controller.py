@@ -87,8 +87,13 @@ class TestStepResponse(base.TestCase):
         # and only then is the lighter one cut.
         loop.run(high(2), low(7), low(1, uuid=L2))
         self.assertEqual({L1: 20}, loop.levels)
-        loop.run(high(2), low(7), low(1, uuid=L2))
+        d = loop.run(high(2), low(7), low(1, uuid=L2))
         self.assertEqual({L1: 10}, loop.levels)
+        # One of the two active low instances is at its floor: the other
+        # can still give.
+        self.assertEqual((2, 1, 0), (d.reports[0].active_low,
+                                     d.reports[0].low_at_floor,
+                                     d.reports[0].starved_high))
         loop.run(high(2), low(7), low(1, uuid=L2))
         self.assertEqual({L1: 10, L2: 50}, loop.levels)
 
@@ -132,19 +137,34 @@ class TestStepResponse(base.TestCase):
         self.assertEqual('pressure 1.20: saturated with 1 active high, '
                          'every active low to the floor',
                          d.changes[0].reason)
+        # Both active low instances at their floor (the idle one is no
+        # active low).
+        self.assertEqual((2, 2), (d.reports[0].active_low,
+                                  d.reports[0].low_at_floor))
         # At the floor: nothing left to cut, whatever the pressure.
         d = loop.run(high(3), low(5), low(4, uuid=L2))
         self.assertEqual(2, len(loop.changes))
         self.assertIn('no step left', d.reports[0].reason)
+        self.assertEqual((2, 2), (d.reports[0].active_low,
+                                  d.reports[0].low_at_floor))
 
     def test_saturated_respects_the_static_cap_and_mbps_floor(self):
         loop = Loop()
         loop.run(high(3), low(8, ceiling=40))
         self.assertEqual({L1: 10}, loop.levels)
         loop = Loop(scale=MBPS)
-        loop.run(high(3), low(8))
+        d = loop.run(high(3), low(8))
         # 10% of the domain's 10 GB/s, in MiB/s.
         self.assertEqual({L1: -(-GB // ctl.MB)}, loop.levels)
+        self.assertEqual(1, d.reports[0].low_at_floor)
+
+    def test_a_static_cap_below_the_floor_is_at_the_floor(self):
+        # hw:mem_bw=10 with a floor of 20: nothing to take from it.
+        loop = Loop(params=dataclasses.replace(PARAMS, floor=20.0))
+        d = loop.run(high(3), low(8, ceiling=10))
+        self.assertEqual({}, loop.levels)
+        self.assertEqual((1, 1), (d.reports[0].active_low,
+                                  d.reports[0].low_at_floor))
 
     def test_squeezed_high_sends_every_active_low_to_the_floor(self):
         loop = Loop()
@@ -593,13 +613,17 @@ class TestProtection(base.TestCase):
                       % f.U1, logs.output[0])
         doc = prot.host_doc()
         self.assertEqual('percent', doc['unit'])
+        self.assertEqual(0.85, doc['high_watermark'])
         self.assertEqual({'pressure': 1.0, 'capacity_bps': 1e10,
                           'capacity_source': 'configured', 'throttled': 1,
-                          'active_high': 1, 'decision': 'throttle'},
+                          'active_high': 1, 'active_low': 1,
+                          'low_at_floor': 0, 'starved_high': 0,
+                          'decision': 'throttle'},
                          {k: v for k, v in doc['domains']['0'].items()
                           if k in ('pressure', 'capacity_bps', 'throttled',
                                    'capacity_source', 'active_high',
-                                   'decision')})
+                                   'active_low', 'low_at_floor',
+                                   'starved_high', 'decision')})
         # Not due again before a period has passed.
         self.assertEqual((), prot.step(hosts.REFERENCE, {}, {}))
 

@@ -95,6 +95,9 @@ class TestActivity(base.TestCase):
             d = loop.run(hi(1.5), low(0.2), low(0.2, uuid=L2))
         self.assertEqual({L1: 10, L2: 10}, loop.levels)
         self.assertIn('starved, no step left', d.reports[0].reason)
+        self.assertEqual((1, 2, 2), (d.reports[0].starved_high,
+                                     d.reports[0].active_low,
+                                     d.reports[0].low_at_floor))
 
     def test_wanting_less_is_not_starved(self):
         loop = Loop()

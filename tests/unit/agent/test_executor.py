@@ -110,6 +110,25 @@ class TestExecutor(base.TestCase):
         self.assertEqual(1, len(out.failures))
         self.assertEqual(5, len(api.calls))
 
+    def test_failures_counted_by_error_over_the_executors_life(self):
+        ex = executor.Executor(FakeAPI())
+        # Every refusal is there from the start, at 0.
+        self.assertEqual({'nospace': 0, 'busy': 0, 'notfound': 0,
+                          'notmounted': 0, 'refused': 0},
+                         dict(ex.failures))
+        ex.apply(PLAN)
+        self.assertEqual(0, sum(ex.failures.values()))
+        ex.api = FakeAPI({('write_schemata', MB10): priv.E_REFUSED,
+                          ('create_mon_group', MON): priv.E_BUSY})
+        ex.apply(PLAN)
+        ex.apply(PLAN)
+        self.assertEqual(2, ex.failures['refused'])
+        self.assertEqual(2, ex.failures['busy'])
+        # Handled, not failed: a group someone else made first.
+        ex.api = FakeAPI({('create_group', MB10): priv.E_EXISTS})
+        ex.apply(PLAN)
+        self.assertEqual(4, sum(ex.failures.values()))
+
     def test_not_mounted(self):
         api = FakeAPI({('create_group', MB10): priv.E_NOTMOUNTED})
         out = executor.Executor(api).apply(PLAN[:1])

@@ -123,6 +123,43 @@ class TestPrometheus(base.TestCase):
                      'rdt_virt_agent_tick_cpu_seconds 0.004'):
             self.assertIn(line, text)
 
+    def test_monitoring_budget_and_features(self):
+        self.doc['host'].update(instances=12, monitored=10, mon_budget=4,
+                                mon_coverage=0.4, mba=False)
+        text = self.text()
+        for line in ('rdt_virt_host_instances 12.0',
+                     'rdt_virt_host_monitored_instances 10.0',
+                     'rdt_virt_host_monitoring_budget 4.0',
+                     'rdt_virt_host_monitoring_group_coverage_ratio 0.4',
+                     'rdt_virt_host_mba_supported 0.0'):
+            self.assertIn(line, text)
+        self.doc['host']['mba'] = True
+        self.assertIn('rdt_virt_host_mba_supported 1.0', self.text())
+        # Unknown while resctrl is not mounted: no sample.
+        del self.doc['host']['mba']
+        self.assertNotIn('rdt_virt_host_mba_supported', self.text())
+
+    def test_when_the_agent_last_sampled(self):
+        self.doc.update(time=1763800000.5, interval=10.0)
+        text = self.text()
+        self.assertEqual(1763800000.5, self.value(
+            text, 'rdt_virt_agent_last_sample_timestamp_seconds'))
+        self.assertEqual(10.0, self.value(
+            text, 'rdt_virt_agent_sample_interval_seconds'))
+        # Nothing sampled yet: no time to tell.
+        self.assertNotIn('last_sample', self.text(doc={}))
+
+    def test_refused_writes_by_error(self):
+        text = self.text(totals={'ticks': 3, 'write_failures': {
+            'refused': 2, 'busy': 0, 'nospace': 1}})
+        self.assertIn('# TYPE rdt_virt_agent_write_failures_total counter',
+                      text)
+        for error, count in (('refused', 2.0), ('busy', 0.0),
+                             ('nospace', 1.0)):
+            self.assertEqual(count, self.value(
+                text, 'rdt_virt_agent_write_failures_total', error=error))
+        self.assertNotIn('write_failures', self.text(totals={'ticks': 3}))
+
     def test_ceiling_and_counter_assignment(self):
         self.doc['host'].update(bandwidth_ceiling_bps=4.0e11,
                                 counter_resets=2, mbm_counters_total=32,
@@ -165,10 +202,11 @@ class TestPrometheus(base.TestCase):
         self.doc['instances'][UUID1].update(priority='low', level=30)
         self.doc['instances'][UUID2].update(priority='high', level=None)
         self.doc['host']['controller'] = {
-            'unit': 'percent', 'domains': {
+            'unit': 'percent', 'high_watermark': 0.85, 'domains': {
                 '0': {'pressure': 0.91, 'capacity_bps': 1.2e10,
                       'capacity_source': 'learned', 'throttled': 1,
-                      'active_high': 1},
+                      'active_high': 1, 'active_low': 2,
+                      'low_at_floor': 1, 'starved_high': 0},
                 '1': {'pressure': None, 'capacity_bps': None,
                       'throttled': 0, 'active_high': 0},
                 '2': 'garbage'}}
@@ -188,7 +226,11 @@ class TestPrometheus(base.TestCase):
                 'rdt_virt_domain_bandwidth_pressure_ratio{domain="0"} 0.91',
                 'rdt_virt_domain_throttled_instances{domain="0"} 1.0',
                 'rdt_virt_domain_throttled_instances{domain="1"} 0.0',
-                'rdt_virt_domain_active_high_instances{domain="0"} 1.0'):
+                'rdt_virt_domain_active_high_instances{domain="0"} 1.0',
+                'rdt_virt_domain_active_low_instances{domain="0"} 2.0',
+                'rdt_virt_domain_low_instances_at_floor{domain="0"} 1.0',
+                'rdt_virt_domain_starved_high_instances{domain="0"} 0.0',
+                'rdt_virt_host_controller_high_watermark_ratio 0.85'):
             self.assertIn(line, text)
         self.assertEqual(1.2e10, self.value(
             text, 'rdt_virt_domain_memory_bandwidth_capacity_bytes_per_second',
@@ -197,6 +239,8 @@ class TestPrometheus(base.TestCase):
         self.assertNotIn('controller_level{group="",instance_uuid="%s"'
                          % UUID2, text)
         self.assertNotIn('pressure_ratio{domain="1"}', text)
+        # A document from before the counts: no sample of them.
+        self.assertNotIn('low_instances_at_floor{domain="1"}', text)
         self.assertNotIn('throttled{group="",instance_uuid="%s"' % UUID2,
                          text)
 
