@@ -26,38 +26,32 @@ fi
 missing=$("$boot/bin/bindep" -b test || true)
 if [ -n "$missing" ]; then
     echo "Installing system packages: ${missing//$'\n'/ }"
-    apt-get update -q
-    # The prometheus package is there for promtool: its postinst would
-    # start a Prometheus server (systemd's unit, or its init script without
-    # systemd). Unless the machine has a policy-rc.d of its own, one that
-    # refuses that service alone keeps it from starting, and the service
-    # is disabled at boot afterwards.
-    new_prometheus=
+    # The prometheus package is there for promtool and for the tests'
+    # own servers on loopback; its postinst would start Debian's service
+    # (systemd's unit, or its init script without systemd, on *:9090).
+    # Unless the machine has a policy-rc.d of its own, one that refuses
+    # every start keeps it (and any other package's service) from starting,
+    # as tools/cloud-packages.sh does; prometheus is disabled at boot after.
     own_rcd=
-    if grep -qx prometheus <<<"$missing"; then
-        new_prometheus=1
-        if [ ! -e /usr/sbin/policy-rc.d ]; then
-            cat > /usr/sbin/policy-rc.d <<'POLICY'
-#!/bin/sh
-# Written by rdt-virt's tools/bootstrap.sh while it installs packages.
-while [ "${1#--}" != "$1" ]; do shift; done
-case "$1" in prometheus|prometheus.service) exit 101 ;; esac
-exit 0
-POLICY
-            chmod 755 /usr/sbin/policy-rc.d
-            own_rcd=1
-        fi
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        own_rcd=1
     fi
     installed=0
-    # shellcheck disable=SC2086  # one package a word
-    apt-get install -y -q --no-install-recommends $missing || installed=$?
+    apt-get update -q || installed=$?
+    if [ "$installed" -eq 0 ]; then
+        # shellcheck disable=SC2086  # one package a word
+        apt-get install -y -q --no-install-recommends $missing ||
+            installed=$?
+    fi
     if [ -n "$own_rcd" ]; then
         rm -f /usr/sbin/policy-rc.d
     fi
     if [ "$installed" -ne 0 ]; then
         exit "$installed"
     fi
-    if [ -n "$new_prometheus" ]; then
+    if grep -qx prometheus <<<"$missing"; then
         if command -v systemctl >/dev/null; then
             systemctl disable --quiet prometheus.service || true
         fi

@@ -18,14 +18,20 @@ model and datasource, and turns the moves chosen here into actions.
 
 A host needs relief when a high-priority instance runs beside
 low-priority ones whose memory bandwidth together is at least
-``bandwidth_threshold``, and the host cannot throttle them further: every
-measured low instance sits at the controller's floor (its published
-``level`` at or below ``floor``). Where no level is published, the host
-loop's state is unknown; the decision then rests on the bandwidth alone,
-and says so in its reasons. The instance to move is the low one with the
-most bandwidth: its departure relieves the host most. A host with a low
-instance that has no measure is left alone (its share is unknown), and so
-is a host none of whose low instances fits another host.
+``bandwidth_threshold``, the host's memory bandwidth pressure is at least
+``pressure_threshold`` where the datasource publishes pressure, and the
+host cannot throttle them further: every measured low instance sits at
+the controller's floor (its published ``level`` at or below ``floor``).
+Where no level is published, the host loop's state is unknown; the
+decision then rests on the bandwidth alone, and says so in its reasons.
+The instance to move is the low one with the most bandwidth: its
+departure relieves the host most.
+
+A host is left alone when a fact it needs is missing: a low instance
+without a bandwidth measure (its share is unknown), an instance whose
+level could not be read (``unread``), or, where pressure is read, the
+host's pressure. So is a host none of whose low instances fits another
+host.
 """
 
 import collections
@@ -47,13 +53,18 @@ _FLAVOR_CLASS = extra_specs.BY_KEY[EXTRA_SPEC]
 DEFAULT_RANK = 5
 
 Instance = collections.namedtuple(
-    'Instance', 'uuid name host priority bandwidth level')
+    'Instance', 'uuid name host priority bandwidth level unread',
+    defaults=(None,))
 Instance.__doc__ = """One instance as the decision sees it.
 
 :param priority: one of :data:`CLASSES`.
 :param bandwidth: mean memory bandwidth (bytes/s) over the audit's
     period, or None when no measure exists.
-:param level: the controller's published level, or None.
+:param level: the controller's published level, or None where none is
+    published; ``math.inf`` where the controller let the instance go
+    during the period (it can throttle it again).
+:param unread: what could not be read of the instance (its level) when
+    the datasource failed to answer, else None.
 """
 
 Move = collections.namedtuple('Move', 'instance source relief reason')
@@ -90,7 +101,21 @@ def priority_of(extra_specs, metadata):
     return LOW if rank > DEFAULT_RANK else NORMAL
 
 
-def choose(instances, has_room, bandwidth_threshold, floor=None):
+# choose() without pressures: the datasource publishes none.
+_NOT_READ = object()
+
+
+def needs_relief(instances):
+    """The hosts where a high instance runs beside a low one."""
+    classes = collections.defaultdict(set)
+    for instance in instances:
+        classes[instance.host].add(instance.priority)
+    return sorted(host for host, seen in classes.items()
+                  if HIGH in seen and LOW in seen)
+
+
+def choose(instances, has_room, bandwidth_threshold, floor=None,
+           pressures=None, pressure_threshold=None):
     """The moves that relieve hosts, and the reasons for every host.
 
     :param instances: :class:`Instance` of every host in the audit's
@@ -102,6 +127,10 @@ def choose(instances, has_room, bandwidth_threshold, floor=None):
         pressure.
     :param floor: the controller's floor level: low instances at or
         below it cannot be throttled further; None: levels are not used.
+    :param pressures: {host: the host's memory bandwidth pressure, or
+        None where it could not be read}; None: pressure is not used.
+    :param pressure_threshold: the pressure at or above which a host can
+        need relief, where ``pressures`` is given.
     :returns: (list of :class:`Move`, {host: reason}).
     """
     hosts = collections.defaultdict(list)
@@ -110,15 +139,18 @@ def choose(instances, has_room, bandwidth_threshold, floor=None):
     moves = []
     reasons = {}
     for host in sorted(hosts):
+        pressure = _NOT_READ if pressures is None else pressures.get(host)
         move, reason = _relieve(host, hosts[host], has_room,
-                                bandwidth_threshold, floor)
+                                bandwidth_threshold, floor, pressure,
+                                pressure_threshold)
         reasons[host] = reason
         if move:
             moves.append(move)
     return moves, reasons
 
 
-def _relieve(host, instances, has_room, threshold, floor):
+def _relieve(host, instances, has_room, threshold, floor, pressure,
+             pressure_threshold):
     high = [i for i in instances if i.priority == HIGH]
     low = [i for i in instances if i.priority == LOW]
     if not high:
@@ -128,10 +160,20 @@ def _relieve(host, instances, has_room, threshold, floor):
     unmeasured = [i.name for i in low if i.bandwidth is None]
     if unmeasured:
         return None, 'no measures of %s' % ', '.join(sorted(unmeasured))
+    unread = [i for i in low if i.unread]
+    if unread:
+        return None, 'cannot read %s' % '; '.join(
+            '%s of %s' % (i.unread, i.name)
+            for i in sorted(unread, key=lambda i: i.name))
+    if pressure is None:
+        return None, 'no measure of the host\'s memory bandwidth pressure'
     total = sum(i.bandwidth for i in low)
     if total < threshold:
         return None, ('low-priority bandwidth %.0f B/s is under the '
                       'threshold %.0f B/s' % (total, threshold))
+    if pressure is not _NOT_READ and pressure < pressure_threshold:
+        return None, ('memory bandwidth pressure %.2f is under the '
+                      'threshold %.2f' % (pressure, pressure_threshold))
     levels = [i.level for i in low if i.level is not None]
     if floor is not None and levels:
         above = [i.name for i in low
@@ -143,6 +185,8 @@ def _relieve(host, instances, has_room, threshold, floor):
         throttle = 'all at the floor %g' % floor
     else:
         throttle = 'no published levels: bandwidth only'
+    if pressure is not _NOT_READ:
+        throttle += ', pressure %.2f' % pressure
     # The most bandwidth first; one that fits nowhere else gives way to
     # the next.
     ranked = sorted(low, key=lambda i: (-i.bandwidth, i.name))

@@ -20,11 +20,13 @@ value] points).
 
 import datetime
 
+import fixtures
 import testtools
 
 from tests import base
 
 try:
+    from gnocchiclient import exceptions as gnocchi_exc
     from watcher.common import utils as watcher_utils
     from watcher.decision_engine.model import element
     from watcher.decision_engine.model import model_root
@@ -43,23 +45,27 @@ GB = 10 ** 9
 class Measures(object):
     """Gnocchi's metric API as the strategy calls it, with fixed points."""
 
-    def __init__(self, points):
+    def __init__(self, points, errors=None):
         self.points = points
+        self.errors = errors or {}
         self.calls = []
 
     def get_measures(self, metric, resource_id, **kwargs):
         self.calls.append((metric, resource_id, kwargs))
+        if (metric, resource_id) in self.errors:
+            raise self.errors[metric, resource_id]
         if (metric, resource_id) not in self.points:
-            raise LookupError('Metric %s not found' % metric)
+            raise gnocchi_exc.MetricNotFound(
+                404, 'Metric %s not found' % metric)
         return self.points[metric, resource_id]
 
 
 class Datasource(object):
     NAME = 'gnocchi'
 
-    def __init__(self, points):
+    def __init__(self, points, errors=None):
         self.gnocchi = type('Client', (), {})()
-        self.gnocchi.metric = Measures(points)
+        self.gnocchi.metric = Measures(points, errors)
 
 
 class Server(object):
@@ -94,42 +100,55 @@ class Nova(object):
                 for uuid, specs in self.specs.items()]
 
 
+def build_model(room=True):
+    """Two hosts: compute1 holds protected, low-1, low-2 and normal.
+
+    compute2 has room for one of them, or none (``room=False``).
+    """
+    model = model_root.ModelRoot()
+    for name, vcpus in (('compute1', 8), ('compute2', 8 if room else 1)):
+        model.add_node(element.ComputeNode(
+            uuid='node-' + name, hostname=name, memory=4096,
+            memory_mb_reserved=0, disk=100, disk_gb_reserved=0,
+            vcpus=vcpus, vcpu_reserved=0, memory_ratio=1.0,
+            vcpu_ratio=1.0, disk_ratio=1.0))
+    node1 = model.get_node_by_uuid('node-compute1')
+    node2 = model.get_node_by_uuid('node-compute2')
+    blocker = element.Instance(uuid='blocker', name='blocker', vcpus=1,
+                               memory=64, disk=1, metadata={},
+                               flavor_extra_specs={})
+    model.add_instance(blocker)
+    model.map_instance(blocker, node2)
+    for name, meta, specs in (
+            ('protected', {'watcher-priority': 'high'}, {}),
+            ('low-1', {'watcher-priority': 'low'}, {}),
+            ('low-2', {}, {'hw:rdt_priority': 'low'}),
+            ('normal', {}, {})):
+        inst = element.Instance(uuid=name, name=name, vcpus=2,
+                                memory=64, disk=1, metadata=meta,
+                                flavor_extra_specs=specs)
+        model.add_instance(inst)
+        model.map_instance(inst, node1)
+    return model
+
+
 @testtools.skipIf(strategy is None, 'python-watcher is not installed')
 class TestStrategy(base.TestCase):
 
-    def model(self, room=True):
-        model = model_root.ModelRoot()
-        for name, vcpus in (('compute1', 8), ('compute2', 8 if room else 1)):
-            model.add_node(element.ComputeNode(
-                uuid='node-' + name, hostname=name, memory=4096,
-                memory_mb_reserved=0, disk=100, disk_gb_reserved=0,
-                vcpus=vcpus, vcpu_reserved=0, memory_ratio=1.0,
-                vcpu_ratio=1.0, disk_ratio=1.0))
-        node1 = model.get_node_by_uuid('node-compute1')
-        node2 = model.get_node_by_uuid('node-compute2')
-        blocker = element.Instance(uuid='blocker', name='blocker', vcpus=1,
-                                   memory=64, disk=1, metadata={},
-                                   flavor_extra_specs={})
-        model.add_instance(blocker)
-        model.map_instance(blocker, node2)
-        for name, meta, specs in (
-                ('protected', {'watcher-priority': 'high'}, {}),
-                ('low-1', {'watcher-priority': 'low'}, {}),
-                ('low-2', {}, {'hw:rdt_priority': 'low'}),
-                ('normal', {}, {})):
-            inst = element.Instance(uuid=name, name=name, vcpus=2,
-                                    memory=64, disk=1, metadata=meta,
-                                    flavor_extra_specs=specs)
-            model.add_instance(inst)
-            model.map_instance(inst, node1)
-        return model
+    def setUp(self):
+        super().setUp()
+        self.logger = self.useFixture(
+            fixtures.FakeLogger(level=10, format='%(message)s'))
 
-    def run_strategy(self, model, points, nova=None, **params):
-        self.datasource = Datasource(points)
+    def model(self, room=True):
+        return build_model(room)
+
+    def run_strategy(self, model, points, nova=None, errors=None, **params):
+        self.datasource = Datasource(points, errors)
         s = strategy.RDTNoisyNeighbor(config=watcher_utils.Struct(
             datasources=None))
         s._compute_model = model
-        s._datasource_backend = self.datasource
+        s._datasource_backend = meters.Meters(self.datasource)
         s._nova = lambda: nova
         s.solution = solution_mod.DefaultSolution(goal=s.goal, strategy=s)
         s.input_parameters = watcher_utils.Struct(dict(dict(
@@ -179,6 +198,30 @@ class TestStrategy(base.TestCase):
                                      for a in actions])
         self.assertIn(('memory.bandwidth.limit', 'low-2'),
                       {c[:2] for c in self.datasource.gnocchi.metric.calls})
+
+    def test_a_level_meter_gnocchi_does_not_have(self):
+        # Low instances the agent does not control: bandwidth alone.
+        actions = self.run_strategy(self.model(), self.points(
+            protected=GB, **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB}),
+            level_metric='memory.bandwidth.limit')
+        self.assertEqual(['low-2'], [a['input_parameters']['resource_id']
+                                     for a in actions])
+
+    def test_a_level_gnocchi_cannot_give_leaves_the_host_alone(self):
+        points = self.points(protected=GB,
+                             **{'low-1': 0.7 * GB, 'low-2': 1.5 * GB})
+        points['memory.bandwidth.limit', 'low-1'] = [
+            ['2026-01-01T00:00:00', 300.0, 10.0]]
+        errors = {('memory.bandwidth.limit', 'low-2'):
+                  gnocchi_exc.ClientException(503, 'Service Unavailable')}
+        self.assertEqual([], self.run_strategy(
+            self.model(), points, errors=errors,
+            level_metric='memory.bandwidth.limit'))
+        self.assertIn('No level of low-2 (low-2) in gnocchi: '
+                      'memory.bandwidth.limit of low-2: Service Unavailable',
+                      self.logger.output)
+        self.assertIn('compute1: cannot read the level of low-2',
+                      self.logger.output)
 
     def test_nothing_without_measures(self):
         self.assertEqual([], self.run_strategy(self.model(), self.points(

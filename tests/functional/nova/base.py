@@ -25,10 +25,13 @@ The scheduler runs RDTFilter and RDTWeigher next to Nova's defaults, against
 the real placement service; the API runs at the latest microversion.
 """
 
+import gc
 import os
 import re
 import shutil
+import signal
 import sys
+import traceback
 import urllib.parse
 import warnings
 
@@ -52,6 +55,26 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 RESCTRL_FIXTURES = os.path.join(tests_base.FIXTURES_DIR, 'resctrl')
 
 MIB = 1024 * 1024
+
+
+def _dump_stacks(signum, frame):
+    """Write every thread's and green thread's stack, for a hung worker.
+
+    ``kill -USR1 <stestr worker>`` writes /tmp/rdt-virt-stacks-<pid>.txt:
+    under eventlet py-spy shows only the idle hub, not who waits on what.
+    """
+    import greenlet
+    with open('/tmp/rdt-virt-stacks-%d.txt' % os.getpid(), 'w') as f:
+        for ident, top in sys._current_frames().items():
+            f.write('=== thread %s\n' % ident)
+            f.write(''.join(traceback.format_stack(top)))
+        for obj in gc.get_objects():
+            if isinstance(obj, greenlet.greenlet) and obj.gr_frame:
+                f.write('=== green thread %r\n' % obj)
+                f.write(''.join(traceback.format_stack(obj.gr_frame)))
+
+
+signal.signal(signal.SIGUSR1, _dump_stacks)
 
 # libvirt's view of each fixture variant's caches and memory bandwidth
 # nodes, on the fake host's 8 CPUs (two NUMA nodes of 4).
@@ -293,6 +316,26 @@ class RDTServersTestBase(base.ServersTestBase):
             domain.complete_job()
 
         self.migrated_xmls = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate))
+
+    def live_migrations_raise(self):
+        """Live migrations through fakelibvirt fail as libvirt fails them.
+
+        fakelibvirt's ``migrateToURI3`` raises, as libvirt does when the
+        migration fails, but up to Nova 33 its domains report a migration
+        job running until a test ends it: Nova's monitor then polls for
+        ever, and stopping the compute at the test's end waits for it.
+        Here the job ends (failed) before the call raises, as in libvirt.
+        """
+        def migrate(domain, destination, params, flags):
+            domain.fail_job()
+            raise fakelibvirt.make_libvirtError(
+                fakelibvirt.libvirtError,
+                'Migration always fails for fake libvirt!',
+                error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR,
+                error_domain=fakelibvirt.VIR_FROM_QEMU)
+
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3', migrate))
 

@@ -97,8 +97,9 @@ class RDTLifecycleTest(base.RDTServersTestBase):
         self.start_rdt_compute('src', prepare=base.leave_closids(2))
         self.start_rdt_compute('dst', prepare=base.leave_closids(1))
         server = self.boot(self.flavor(MB10), host='src')
-        # fakelibvirt's migrateToURI3 fails; the instance path is shared
+        # The migration fails in libvirt; the instance path is shared
         # here, so Nova does not roll the destination back.
+        self.live_migrations_raise()
         self.api.post_server_action(server['id'], {'os-migrateLive': {
             'host': 'dst', 'block_migration': 'auto'}})
         self._wait_for_migration_status(server, ['error', 'failed'])

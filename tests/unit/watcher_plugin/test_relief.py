@@ -130,3 +130,61 @@ class TestChoose(base.TestCase):
         moves, reasons = relief.choose(instances, anywhere, GB, floor=10)
         self.assertEqual(['low-1'], [m.instance.name for m in moves])
         self.assertIn('all at the floor 10', reasons['compute1'])
+
+    def test_a_level_that_could_not_be_read_leaves_the_host_alone(self):
+        instances = [inst('protected', 'high', GB),
+                     inst('low-1', 'low', 9 * GB, level=10),
+                     relief.Instance('uuid-low-2', 'low-2', 'compute1', 'low',
+                                     2 * GB, None, 'the level')]
+        moves, reasons = relief.choose(instances, anywhere, GB, floor=10)
+        self.assertEqual([], moves)
+        self.assertEqual('cannot read the level of low-2',
+                         reasons['compute1'])
+
+    def test_released_during_the_period_is_above_the_floor(self):
+        instances = [inst('protected', 'high', GB),
+                     inst('low-1', 'low', 9 * GB, level=10),
+                     inst('low-2', 'low', 2 * GB, level=float('inf'))]
+        moves, reasons = relief.choose(instances, anywhere, GB, floor=10)
+        self.assertEqual([], moves)
+        self.assertIn('can still throttle low-2', reasons['compute1'])
+
+
+class TestPressure(base.TestCase):
+
+    INSTANCES = [inst('protected', 'high', GB),
+                 inst('low-1', 'low', 9 * GB, level=10),
+                 inst('p2', 'high', GB, 'compute2'),
+                 inst('l2', 'low', 9 * GB, 'compute2', level=10)]
+
+    def test_hosts_with_a_high_beside_a_low(self):
+        self.assertEqual(['compute1', 'compute2'],
+                         relief.needs_relief(self.INSTANCES))
+        self.assertEqual([], relief.needs_relief(self.INSTANCES[1:3]))
+
+    def test_only_a_pressed_host_needs_relief(self):
+        moves, reasons = relief.choose(
+            self.INSTANCES, anywhere, GB, floor=10,
+            pressures={'compute1': 0.97, 'compute2': 0.5},
+            pressure_threshold=0.85)
+        self.assertEqual([('low-1', 'compute1')],
+                         [(m.instance.name, m.source) for m in moves])
+        self.assertIn('all at the floor 10, pressure 0.97',
+                      reasons['compute1'])
+        self.assertEqual('memory bandwidth pressure 0.50 is under the '
+                         'threshold 0.85', reasons['compute2'])
+
+    def test_a_missing_pressure_leaves_the_host_alone(self):
+        moves, reasons = relief.choose(
+            self.INSTANCES, anywhere, GB, floor=10,
+            pressures={'compute1': None, 'compute2': 0.9},
+            pressure_threshold=0.85)
+        self.assertEqual(['compute2'], [m.source for m in moves])
+        self.assertEqual("no measure of the host's memory bandwidth "
+                         "pressure", reasons['compute1'])
+
+    def test_without_pressures_the_decision_does_without(self):
+        moves, reasons = relief.choose(self.INSTANCES, anywhere, GB,
+                                       floor=10)
+        self.assertEqual(2, len(moves))
+        self.assertNotIn('pressure', reasons['compute1'])
