@@ -1,7 +1,8 @@
 #!/bin/bash
 # Install the system packages of bindep's "cloud" profile (MariaDB,
-# RabbitMQ, PostgreSQL, qemu-utils) without starting Debian's own MariaDB
-# or RabbitMQ: the test cloud runs its own, on loopback. Sourced after
+# RabbitMQ, PostgreSQL, qemu-utils, Prometheus) without starting Debian's
+# own MariaDB, RabbitMQ or Prometheus: the test cloud runs its own, on
+# loopback. Sourced after
 # tools/bootstrap.sh by run-cloud.sh and run-tests.sh.
 
 cloud_missing=$(.tox/bootstrap/bin/bindep -b cloud || true)
@@ -18,5 +19,10 @@ if [ -n "$cloud_missing" ]; then
     apt-get install -y -q --no-install-recommends $cloud_missing
     if [ -n "$cloud_rcd" ]; then
         rm -f /usr/sbin/policy-rc.d
+    fi
+    # Under systemd the package enables its service for the next boot.
+    if grep -qx prometheus <<<"$cloud_missing" &&
+            command -v systemctl >/dev/null; then
+        systemctl disable --quiet prometheus.service || true
     fi
 fi

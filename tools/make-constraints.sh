@@ -14,7 +14,8 @@
 # It pins the libraries but not the services, so the services of the
 # release are pinned here. The result is what pip installed in a fresh
 # virtualenv from those pins plus rdt-virt's requirements, its test
-# requirements and the test cloud's requirements: a closed set, so a test
+# requirements and the test cloud's requirements (from 2025.2 on with
+# tools/cloud-requirements-2025.2.txt): a closed set, so a test
 # environment of that release never floats.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,9 +56,14 @@ fi
 out=tools/constraints/$release$suffix.txt
 "$python" -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --upgrade pip
+# The test cloud's services that 2025.1 does not have (Aetos).
+later=(-r tools/cloud-requirements-2025.2.txt)
+if [ "$release" = 2025.1 ]; then
+    later=()
+fi
 "$work/venv/bin/pip" install -q -c "$work/upper.txt" -c "$work/services.txt" \
     -r requirements.txt -r test-requirements.txt \
-    -r tools/cloud-requirements.txt
+    -r tools/cloud-requirements.txt "${later[@]}"
 {
     echo "# OpenStack $release on $("$work/venv/bin/python" -V): the versions rdt-virt's tests install"
     echo "# (written by tools/make-constraints.sh from that release's"

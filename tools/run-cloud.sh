@@ -4,12 +4,14 @@
 #
 # Run as root on Debian 12 (no systemd needed): it installs what it needs
 # (bindep.txt's test and cloud profiles: libvirt, QEMU, FUSE, PostgreSQL,
-# RabbitMQ; Debian's own services are not started), builds the cloud's and
-# Gnocchi's environments, brings the cloud up under one directory
-# (loopback only), runs the flow (flavors, images, one protected and seven
-# noisy servers, Placement, resctrl groups, rdt-virt top, Gnocchi measures,
-# resize, rebuild, live migration, Watcher moving a noisy neighbour, delete,
-# bad input) and takes the cloud down again. RDT_VIRT_CLOUD_KEEP=1 leaves it running
+# RabbitMQ, Prometheus; Debian's own services are not started), builds the
+# cloud's, Gnocchi's and the metric client's environments, brings the cloud
+# up under one directory (loopback only), runs the flow (flavors, images,
+# one protected and seven noisy servers, Placement, resctrl groups,
+# rdt-virt top, Gnocchi measures, Prometheus behind Aetos with two tenants
+# each seeing their own servers, resize, rebuild, live migration, Watcher
+# moving a noisy neighbour, delete, bad input) and takes the cloud down
+# again. RDT_VIRT_CLOUD_KEEP=1 leaves it running
 # (.tox/cloud/bin/rdt-virt-sandbox cloud down removes it). With
 # RDT_VIRT_CLOUD_RELEASE=2025.1 the services are those of OpenStack 2025.1.
 set -euo pipefail
@@ -28,10 +30,11 @@ case "${RDT_VIRT_CLOUD_RELEASE:-2026.2}" in
 2025.1) env='cloud-2025.1' ;;
 *) echo "$0: RDT_VIRT_CLOUD_RELEASE must be 2026.2 or 2025.1" >&2; exit 2 ;;
 esac
-"$TOX" -q -e "gnocchi,$env" --notest
+"$TOX" -q -e "gnocchi,metric-client,$env" --notest
 dir=${RDT_VIRT_CLOUD_DIR:-/var/lib/rdt-virt/cloud}
 cloud=(".tox/$env/bin/rdt-virt-sandbox" cloud --dir "$dir"
-       --gnocchi-bin "$PWD/.tox/gnocchi/bin")
+       --gnocchi-bin "$PWD/.tox/gnocchi/bin"
+       --metric-client-bin "$PWD/.tox/metric-client/bin")
 if [ -z "${RDT_VIRT_CLOUD_KEEP:-}" ]; then
     trap '"${cloud[@]}" down' EXIT
 fi

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 # unit-2025.1 and unit-2026.1: the older SLURP releases' unit tests and
 # Watcher's model; their Nova harness is in the release-* targets.
-envs=${RDT_VIRT_TOX_ENVS:-pep8,promtool,py3,gnocchi,functional,unit-2025.1,unit-2026.1,genconfig,docs,releasenotes,cloud}
+envs=${RDT_VIRT_TOX_ENVS:-pep8,promtool,py3,gnocchi,functional,unit-2025.1,unit-2026.1,genconfig,docs,releasenotes,metric-client,cloud}
 
 # shellcheck source=tools/bootstrap.sh
 source tools/bootstrap.sh

@@ -28,7 +28,9 @@ Gnocchi and Ceilometer's notification agent, then per compute host its
 sandbox (private libvirtd over an emulated resctrl, listening on TCP on
 the host's own loopback address for live migrations), nova-compute with the
 RDT-aware driver, rdt-virt-agent and Ceilometer's compute polling agent,
-and last Watcher (API, decision engine, applier; :mod:`.watcher`).
+Prometheus scraping both exporters of every host, with Aetos in front of
+it (:mod:`.prometheus`), and last Watcher (API, decision engine, applier;
+:mod:`.watcher`).
 The rdt-virt parts of the configuration are written by the DevStack plugin
 itself (``devstack/plugin.sh`` with ``devstack/standalone.sh``), so the
 cloud and DevStack cannot drift apart. ``down`` stops every process and
@@ -45,6 +47,7 @@ from rdt_virt.cloud import gnocchi as gnocchi_svc
 from rdt_virt.cloud import ini
 from rdt_virt.cloud import mariadb
 from rdt_virt.cloud import process
+from rdt_virt.cloud import prometheus
 from rdt_virt.cloud import services
 from rdt_virt.cloud import watcher
 
@@ -69,6 +72,8 @@ WSGI = {
                   'OS_NOVA_CONFIG_FILES':
                       'api-paste.ini;nova.conf;nova-api.conf'}),
     'watcher-api': ('watcher', 'watcher.wsgi.api', {}),
+    # Its configuration from its home (rdt_virt.cloud.prometheus).
+    'aetos-api': ('aetos', 'aetos.wsgi.api', {}),
 }
 CATALOG = (
     # (user, service name, type, port key, path)
@@ -79,7 +84,7 @@ CATALOG = (
     ('gnocchi', 'gnocchi', 'metric', 'gnocchi', ''),
     ('ceilometer', None, None, None, None),
     watcher.CATALOG_ENTRY,
-)
+) + ((prometheus.CATALOG_ENTRY,) if prometheus.aetos_installed() else ())
 
 
 class CloudError(Exception):
@@ -88,14 +93,16 @@ class CloudError(Exception):
 
 class Cloud(object):
 
-    def __init__(self, base=DEFAULT_DIR, gnocchi_bin=None, log=print):
+    def __init__(self, base=DEFAULT_DIR, gnocchi_bin=None, log=print,
+                 metric_client_bin=None):
         self.base = os.path.abspath(base)
         self.log = log
         self.daemons = process.Daemons(os.path.join(self.base, 'run'),
                                        os.path.join(self.base, 'log'))
         ports = self._ports()
         self.layout = services.Layout(self.base, ports,
-                                      gnocchi_bin=gnocchi_bin)
+                                      gnocchi_bin=gnocchi_bin,
+                                      metric_client_bin=metric_client_bin)
         self.db = mariadb.Server(self.daemons,
                                  self.layout.path('state', 'mariadb'),
                                  ports.get('db', 0))
@@ -159,6 +166,7 @@ class Cloud(object):
                    lambda h=host, p=profile: self.start_compute(h, p))
                   for host, profile in services.COMPUTES]
         steps += [('cells', self.discover_hosts),
+                  ('Prometheus and Aetos', lambda: prometheus.start(self)),
                   ('Watcher', lambda: watcher.start(self))]
         for what, step in steps:
             t = time.monotonic()
@@ -231,10 +239,10 @@ class Cloud(object):
                             stderr=subprocess.DEVNULL,
                             env=dict(os.environ, ERL_EPMD_PORT=str(port)))
 
-    def uwsgi(self, name, extra=()):
+    def uwsgi(self, name, extra=(), env=None):
         port_key, module, conf_env = WSGI[name]
-        env = {k: (self.layout.etc(v) if k.endswith('_DIR') else v)
-               for k, v in conf_env.items()}
+        env = dict({k: (self.layout.etc(v) if k.endswith('_DIR') else v)
+                    for k, v in conf_env.items()}, **(env or {}))
         if 'OS_KEYSTONE_CONFIG_DIR' in env:
             env['OS_KEYSTONE_CONFIG_DIR'] = self.layout.etc('keystone')
         self.daemons.start(name, [

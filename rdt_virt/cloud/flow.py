@@ -15,8 +15,10 @@
 Every step is an ``openstack`` (python-openstackclient with osc-placement),
 ``gnocchi`` or ``rdt-virt`` command, printed with its output; each step
 checks what a user would look at (server states, Placement usages and
-traits, resctrl groups and their tasks, Gnocchi measures) and the flow
-stops at the first that is wrong.
+traits, resctrl groups and their tasks, Gnocchi measures, Prometheus's
+series through Aetos) and the flow stops at the first that is wrong.
+``openstack metric`` is python-observabilityclient's, from an environment
+of its own (:mod:`.flow_prometheus`).
 """
 
 import json
@@ -27,6 +29,7 @@ import time
 import urllib.request
 
 from rdt_virt.agent import state as state_mod
+from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import flow_watcher
 from rdt_virt.cloud import services
 from rdt_virt.policy import extra_specs as es
@@ -86,8 +89,12 @@ class Flow(object):
 
     # Commands ------------------------------------------------------------
 
-    def sh(self, *argv, check=True, show=True, parse=False):
-        """Run a command as typed; print it and its output."""
+    def sh(self, *argv, check=True, show=True, parse=False, env=None):
+        """Run a command as typed; print it and its output.
+
+        :param env: the environment instead of the admin's (another user's
+            credentials).
+        """
         argv = [str(a) for a in argv]
         if parse:
             argv += ['-f', 'json']
@@ -95,8 +102,9 @@ class Flow(object):
             self.out('$ ' + ' '.join(shlex.quote(a) for a in argv))
         # No terminal on stdin: openstackclient's ``image create`` would
         # upload it as the image's data (an empty image) when given no file.
-        proc = subprocess.run(argv, env=self.env, capture_output=True,
-                              stdin=subprocess.DEVNULL, text=True)
+        proc = subprocess.run(argv, env=env or self.env,
+                              capture_output=True, stdin=subprocess.DEVNULL,
+                              text=True)
         text = proc.stdout + proc.stderr
         if show and not parse:
             self.out(text.rstrip())
@@ -142,6 +150,10 @@ class Flow(object):
         self.step('resctrl on each host', self.resctrl)
         self.step('Telemetry in Gnocchi', self.gnocchi)
         self.step('Telemetry in Prometheus', self.prometheus)
+        self.step('Prometheus scrapes every exporter, behind Aetos',
+                  self.prometheus_targets)
+        self.step('Each tenant sees its own servers through Aetos',
+                  self.tenants)
         self.step('Resize and rebuild', self.lifecycle)
         self.step('Live migration', self.live_migration)
         self.step('Watcher with rdt-virt\'s strategy', self.watcher_services)
@@ -457,6 +469,14 @@ class Flow(object):
                 self.expect(all(found.get((n, uuid), 0) > 0 for n in names),
                             '%s on %s exports %s of %s' % (
                                 kind, host, ', '.join(names), name))
+
+    # Prometheus and Aetos (rdt_virt.cloud.flow_prometheus) ---------------
+
+    def prometheus_targets(self):
+        flow_prometheus.targets(self)
+
+    def tenants(self):
+        flow_prometheus.tenants(self)
 
     def exported(self):
         """The instances any exporter on any host still has series of."""

@@ -39,7 +39,8 @@ COMPUTES = (('compute1', 'reference'), ('compute2', 'reference-no-mba'))
 # its IP. The sandboxes share the machine's network namespace.
 ADDRESSES = {'compute1': '127.0.0.2', 'compute2': '127.0.0.3'}
 PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
-         'placement', 'neutron', 'nova', 'gnocchi', 'watcher') + tuple(
+         'placement', 'neutron', 'nova', 'gnocchi', 'watcher', 'prometheus',
+         'aetos') + tuple(
     '%s_%s' % (kind, host) for host, _ in COMPUTES
     for kind in ('agent_prom', 'ceilometer_prom'))
 
@@ -47,11 +48,15 @@ PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
 class Layout(object):
     """Where the cloud under ``base`` keeps everything."""
 
-    def __init__(self, base, ports, venv_bin=None, gnocchi_bin=None):
+    def __init__(self, base, ports, venv_bin=None, gnocchi_bin=None,
+                 metric_client_bin=None):
         self.base = os.path.abspath(base)
         self.ports = ports
         self.bin = venv_bin or os.path.dirname(sys.executable)
         self.gnocchi_bin = gnocchi_bin
+        # openstackclient with python-observabilityclient, without
+        # gnocchiclient: "openstack metric" of Prometheus and Aetos.
+        self.metric_client_bin = metric_client_bin
 
     def path(self, *parts):
         return os.path.join(self.base, *parts)

@@ -23,6 +23,7 @@
     rdt-virt-sandbox guest-image [--program burn|idle|work] PATH
     rdt-virt-sandbox guest-xml --image PATH [--vcpus N] [--serial-file F] NAME
     rdt-virt-sandbox cloud up|flow|status|down [--dir DIR] [--gnocchi-bin B]
+                                               [--metric-client-bin B]
 
 ``start`` prints how to reach the sandbox: the libvirt URI, the emulated
 resctrl path, the emulator's control socket and the command that enters the
@@ -86,7 +87,8 @@ def _wait_for_signal():
 
 
 def cloud_main(args):
-    cloud = cloud_mod.Cloud(args.dir, gnocchi_bin=args.gnocchi_bin)
+    cloud = cloud_mod.Cloud(args.dir, gnocchi_bin=args.gnocchi_bin,
+                            metric_client_bin=args.metric_client_bin)
     try:
         if args.action == 'up':
             cloud.up()
@@ -171,6 +173,11 @@ def main(argv=None):
     cloud.add_argument('--gnocchi-bin', default=os.environ.get(
         'RDT_VIRT_GNOCCHI_BIN'), help="bin directory of Gnocchi's "
         "environment (default $RDT_VIRT_GNOCCHI_BIN)")
+    cloud.add_argument('--metric-client-bin', default=os.environ.get(
+        'RDT_VIRT_METRIC_CLIENT_BIN'), help='bin directory of an '
+        'environment with openstackclient and python-observabilityclient '
+        'but not gnocchiclient, whose "openstack metric" the flow types '
+        'for Prometheus and Aetos (default $RDT_VIRT_METRIC_CLIENT_BIN)')
     args = parser.parse_args(argv)
 
     if args.command == 'cloud':

@@ -48,8 +48,12 @@ class CloudTestCase(testtools.TestCase):
             return
         # Short: the sandboxes' libvirt sockets live below it.
         cls.dir = tempfile.mkdtemp(prefix='rdt-cloud-', dir='/var/tmp')
+        metric_client = os.environ.get(
+            'RDT_VIRT_METRIC_CLIENT_BIN') or os.path.join(
+            REPO, '.tox', 'metric-client', 'bin')
         cls.cloud = cloud_mod.Cloud(cls.dir, gnocchi_bin=gnocchi,
-                                    log=cls.transcript.append)
+                                    log=cls.transcript.append,
+                                    metric_client_bin=metric_client)
         try:
             cls.cloud.up()
         except BaseException:
@@ -72,6 +76,12 @@ class CloudTestCase(testtools.TestCase):
         if self.skip:
             self.skipTest('; '.join(self.skip))
         self.mark = len(self.transcript)
+
+    def needs_metric_client(self):
+        bin_dir = self.cloud.layout.metric_client_bin
+        if not os.access(os.path.join(bin_dir, 'openstack'), os.X_OK):
+            self.skipTest('no "openstack metric" client in %s (tox -e '
+                          'metric-client --notest)' % bin_dir)
 
     def run_step(self, fn):
         try:

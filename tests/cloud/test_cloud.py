@@ -20,7 +20,10 @@ step fails at the first): server states and hosts, the RDT fault of a
 server no host can serve, the protected server's work growing in its
 console log, Placement's CLOSID usages, one resctrl group
 with its vCPU thread per server, Gnocchi's measures of the three meters,
-the same meters on Ceilometer's and the agent's Prometheus exporters, a
+the same meters on Ceilometer's and the agent's Prometheus exporters,
+Prometheus scraping all four exporters behind Aetos, and two tenants'
+members each seeing through Aetos (``openstack metric query``) the RDT
+series of their own project's server and nothing of the other's, a
 live migration with its claims, allocations, groups, agents, exported
 series and Gnocchi measures checked on both hosts and one the scheduler
 refuses, Watcher's services with rdt-virt's strategy and an audit whose
@@ -30,8 +33,9 @@ deletion; then a high-priority server and low-priority ones, which the
 agent's controller throttles and releases once the high one is paused.
 Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
-(``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); run with
-``tox -e cloud``.
+(``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); the Prometheus and
+Aetos steps need the metric client's (``RDT_VIRT_METRIC_CLIENT_BIN`` or
+``.tox/metric-client/bin``). Run with ``tox -e cloud``.
 """
 
 from rdt_virt.cloud import cloud as cloud_mod
@@ -65,6 +69,14 @@ class TestCloud(base.CloudTestCase):
 
     def test_5b_prometheus_exporters(self):
         self.run_step(self.flow.prometheus)
+
+    def test_5c_prometheus_scrapes_every_exporter_behind_aetos(self):
+        self.needs_metric_client()
+        self.run_step(self.flow.prometheus_targets)
+
+    def test_5d_each_tenant_sees_its_own_servers_through_aetos(self):
+        self.needs_metric_client()
+        self.run_step(self.flow.tenants)
 
     def test_6_resize_rebuild(self):
         self.run_step(self.flow.lifecycle)
