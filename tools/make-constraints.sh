@@ -61,8 +61,12 @@ later=(-r tools/cloud-requirements-2025.2.txt)
 if [ "$release" = 2025.1 ]; then
     later=()
 fi
-"$work/venv/bin/pip" install -q -c "$work/upper.txt" -c "$work/services.txt" \
-    -r requirements.txt -r test-requirements.txt \
+# --prefer-binary: a library the release does not pin (atheris) takes its
+# newest version with a wheel for this Python, not an sdist that needs a
+# toolchain (atheris 3.0.0 has no wheel for 3.10, and builds only against
+# libFuzzer).
+"$work/venv/bin/pip" install -q --prefer-binary -c "$work/upper.txt" \
+    -c "$work/services.txt" -r requirements.txt -r test-requirements.txt \
     -r tools/cloud-requirements.txt "${later[@]}"
 {
     echo "# OpenStack $release on $("$work/venv/bin/python" -V): the versions rdt-virt's tests install"
