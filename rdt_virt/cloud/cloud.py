@@ -436,6 +436,21 @@ class Cloud(object):
             tool, '--polling-namespaces', 'compute', '--config-file', ceilo],
             env=self.env(), marker=ceilo)
 
+    def _agent(self, host):
+        """(daemon name, argv) of ``host``'s agent, as the plugin runs it."""
+        argv = [self.layout.tool('rdt-virt-agent'), '--config-file',
+                self.host_dir(host, 'etc', 'rdt-virt.conf')]
+        return '%s-rdt-virt-agent' % host, argv
+
+    def stop_agent(self, host):
+        """Stop ``host``'s rdt-virt-agent (DevStack's stop_process)."""
+        self.daemons.stop(self._agent(host)[0])
+
+    def start_agent(self, host):
+        """Start ``host``'s rdt-virt-agent again (DevStack's run_process)."""
+        name, argv = self._agent(host)
+        self.daemons.start(name, argv, env=self.env(), marker=argv[0])
+
     def in_sandbox(self, host, argv):
         """``argv`` run in the mount namespace of ``host``'s sandbox.
 

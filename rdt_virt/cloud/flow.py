@@ -165,8 +165,14 @@ class Flow(object):
                   self.priority_boot)
         self.step('The controller throttles the low servers',
                   self.priority_throttled)
+        self.step('Watcher moves a low server held at the floor',
+                  self.priority_watcher)
+        self.step("An agent stops: its alert is pending",
+                  self.alert_pending)
         self.step('Pause the high server: the controller releases',
                   self.priority_released)
+        self.step('The alert fires, and resolves with the agent back',
+                  self.alert_resolved)
 
     def step(self, title, fn):
         self.out('\n== %s ==' % title)
@@ -708,6 +714,23 @@ class Flow(object):
     def watcher_loop(self):
         flow_watcher.loop(self, self.WATCHER_THRESHOLD)
 
+    # bytes/s the three low burn servers use together held at the floor:
+    # the emulator counts 2 GiB per CPU second, and a guest at 10% still
+    # gets several hundredths of a CPU on these two loaded cores.
+    CLASS_THRESHOLD = 20 * 10 ** 6
+    # The host whose agent the flow stops (the alert's step): the
+    # controlled host's agent must keep releasing meanwhile.
+    ALERTED = 'compute2'
+
+    def priority_watcher(self):
+        flow_watcher.classes(self, self.CLASS_THRESHOLD)
+
+    def alert_pending(self):
+        flow_prometheus.stop_agent(self, self.ALERTED)
+
+    def alert_resolved(self):
+        flow_prometheus.alert_fires_and_resolves(self, self.ALERTED)
+
     def delete_all(self):
         servers = self.os('server', 'list', parse=True, show=False)
         uuids = {s['ID'] for s in servers}
@@ -752,7 +775,10 @@ class Flow(object):
         return doc.get('instances') or {}
 
     def _low_names(self):
-        return ['low-%d' % i for i in range(1, LOW + 1)]
+        """The low servers on the controlled host (not those Watcher moved)."""
+        moved = getattr(self, 'moved_lows', ())
+        return [n for n in ('low-%d' % i for i in range(1, LOW + 1))
+                if n not in moved]
 
     def _top(self):
         _, text = self.sh(self.cloud.layout.tool('rdt-virt'), '--state-file',
@@ -862,7 +888,8 @@ class Flow(object):
                                time.monotonic() - paused))
         self._top()
         self.priority_exported([])
-        self.os('server', 'delete', '--wait', 'high', *self._low_names())
+        self.os('server', 'delete', '--wait', 'high', *self._low_names(),
+                *getattr(self, 'moved_lows', ()))
 
     LIMIT = 'memory.bandwidth.limit'
 

@@ -31,6 +31,7 @@ flow.
 
 import json
 import os
+import time
 import urllib.parse
 import urllib.request
 
@@ -110,7 +111,7 @@ def prom_query(flow, query):
         {'query': query})) or {}).get('result') or []
 
 
-def _admin_env(flow):
+def admin_env(flow):
     """The admin's environment; Prometheus itself when there is no Aetos.
 
     Without a ``metric-storage`` endpoint python-observabilityclient
@@ -141,7 +142,7 @@ def targets(flow):
     flow.wait('Prometheus to scrape every exporter', up, timeout=60,
               interval=3)
     rows = query(flow, 'up', ('job', prometheus.FQDN_LABEL, 'instance',
-                              'value'), env=_admin_env(flow))
+                              'value'), env=admin_env(flow))
     seen = {(r.get('job'), r.get(prometheus.FQDN_LABEL)) for r in rows
             if r.get('value') == '1'}
     flow.expect(jobs <= seen,
@@ -314,3 +315,72 @@ def _tenant_view(flow, ids, envs, rcs, uuids):
                 'its project' % (a, a_server, b, b_server))
     flow.out('  (%s)' % ', '.join('%s: %s' % (s, uuids[p])
                                   for p, _, s in TENANTS))
+
+
+# The alert the flow sees firing and resolving: the agent's exporter gone.
+DOWN = 'RdtVirtAgentDown'
+AGENT_JOB = 'rdt-virt-agent'
+
+
+def _alerts(flow, host, state=None):
+    match = 'alertname="%s",%s="%s"' % (DOWN, prometheus.FQDN_LABEL, host)
+    if state:
+        match += ',alertstate="%s"' % state
+    return prom_query(flow, 'ALERTS{%s}' % match)
+
+
+def _up(flow, host):
+    query = 'up{job="%s",%s="%s"}' % (AGENT_JOB, prometheus.FQDN_LABEL, host)
+    return [r['value'][1] for r in prom_query(flow, query)]
+
+
+def _show_alerts(flow, resolved=False):
+    promql = 'ALERTS{alertname="%s"}' % DOWN
+    if not resolved:
+        query(flow, promql, ('alertname', 'alertstate',
+                             prometheus.FQDN_LABEL, 'severity'),
+              env=admin_env(flow))
+        return
+    # No series: python-observabilityclient then knows no column but
+    # "value", and refuses any other one asked for by -c.
+    _, text = metric(flow, 'query', promql, env=admin_env(flow))
+    if not table_rows(text):
+        flow.out('(nothing: no series)')
+
+
+def stop_agent(flow, host):
+    """Stop ``host``'s agent: its exporter goes, the alert is pending.
+
+    Prometheus evaluates the shipped rules every 5 s here; the alert
+    fires after its ``for`` (5 minutes), which the next steps fill.
+    """
+    flow.out('$ systemctl stop devstack@rdt-virt-agent   (on %s; here: '
+             'its pid file\'s process group, SIGTERM)' % host)
+    flow.cloud.stop_agent(host)
+    flow.agent_stopped = time.monotonic()
+    flow.wait("Prometheus to find %s's agent down" % host,
+              lambda: _up(flow, host) == ['0'], timeout=60, interval=2)
+    flow.wait('%s pending' % DOWN, lambda: _alerts(flow, host, 'pending'),
+              timeout=60, interval=2)
+    _show_alerts(flow)
+    flow.expect(True, "Prometheus scrapes %s's agent in vain: %s is pending"
+                % (host, DOWN))
+
+
+def alert_fires_and_resolves(flow, host):
+    """The alert fires, and resolves once the agent is back."""
+    flow.wait('%s to fire' % DOWN, lambda: _alerts(flow, host, 'firing'),
+              timeout=420, interval=5)
+    _show_alerts(flow)
+    flow.expect(True, '%s fires for %s, %.0f s after its agent stopped' % (
+        DOWN, host, time.monotonic() - flow.agent_stopped))
+    flow.out('$ systemctl start devstack@rdt-virt-agent   (on %s)' % host)
+    flow.cloud.start_agent(host)
+    started = time.monotonic()
+    flow.wait("Prometheus to scrape %s's agent again" % host,
+              lambda: _up(flow, host) == ['1'], timeout=120, interval=2)
+    flow.wait('%s to resolve' % DOWN, lambda: not _alerts(flow, host),
+              timeout=60, interval=2)
+    _show_alerts(flow, resolved=True)
+    flow.expect(True, '%s resolved %.0f s after the agent started again'
+                % (DOWN, time.monotonic() - started))

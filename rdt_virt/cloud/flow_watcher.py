@@ -14,18 +14,49 @@
 
 :func:`services` checks that Watcher runs with rdt-virt's strategy;
 :func:`loop` runs it: noisy low-priority servers beside the protected
-one, an audit with ``rdt_noisy_neighbor``, its action plan applied, a
-noisy server on the other host, and the protected server's work rate
-before and after. Both take the :class:`~rdt_virt.cloud.flow.Flow`.
+one, an audit with ``rdt_noisy_neighbor`` on Gnocchi and the same audit
+through Aetos (Prometheus on 2025.1), whose plans must agree, the plan
+applied, a noisy server on the other host, and the protected server's
+work rate before and after. :func:`classes` runs the loop on the
+protection classes: the audit moves a ``hw:rdt_priority=low`` server that
+rdt-virt-agent's controller already holds at the floor. All take the
+:class:`~rdt_virt.cloud.flow.Flow`.
 """
 
 import time
 
+from rdt_virt.agent import state as state_mod
+from rdt_virt.cloud import flow_prometheus
+from rdt_virt.cloud import prometheus
+from rdt_virt import exception
 from rdt_virt.sandbox import guest
 
 STRATEGY = 'rdt_noisy_neighbor'
 GOAL = 'noisy_neighbor'
 LOW = ('low-1', 'low-2')
+# The controller's floor on the reference host (controller_floor, 10%,
+# its MBA minimum too): the audit's default floor.
+FLOOR = 10
+# The controller holds its low servers while the pressure stays above its
+# low watermark (controller_low_watermark); the class audit reads the
+# host as pressed from there on, as the agent does.
+HELD_PRESSURE = 0.6
+# The agent's series the class audit reads (watcher_plugin.promql).
+LEVEL = 'rdt_virt_instance_controller_level'
+THROTTLED = 'rdt_virt_instance_controller_throttled'
+INSTANCE_LABEL = 'instance_uuid'
+# The class audit's window on Prometheus (5 s scrapes): a minute in which
+# the controller held every low server at the floor.
+CLASS_PERIOD = 60
+
+
+def prometheus_datasource():
+    """Watcher's datasource on the Prometheus path.
+
+    Aetos, or Prometheus itself on 2025.1: Watcher 14 has no Aetos
+    datasource, nor has the cloud an Aetos there.
+    """
+    return 'aetos' if prometheus.aetos_installed() else 'prometheus'
 
 
 def services(flow):
@@ -83,6 +114,56 @@ def _wait_status(flow, what, show, done, failed, timeout=600):
     return flow.wait(what, check, timeout=timeout, interval=5)
 
 
+def _audit(flow, params):
+    """One audit of the strategy with ``params``; returns (plan, migrations).
+
+    A list value is given as JSON, which watcherclient's ``-p`` reads.
+    """
+    args = []
+    for key, value in sorted(params.items()):
+        if key == 'datasources':
+            value = '["%s"]' % value
+        args += ['-p', '%s=%s' % (key, value)]
+    _, text = flow.os('optimize', 'audit', 'create', '-g', GOAL, '-s',
+                      STRATEGY, *args, '-f', 'value', '-c', 'UUID')
+    audit = text.strip().splitlines()[0]
+    _wait_status(flow, 'the audit', ('optimize', 'audit', 'show', audit),
+                 ('SUCCEEDED',), ('FAILED', 'CANCELLED'))
+    flow.table('optimize', 'audit', 'show', audit, '-c', 'UUID', '-c',
+               'State', '-c', 'Strategy', '-c', 'Parameters')
+    plans = flow.os('optimize', 'actionplan', 'list', '--audit', audit,
+                    parse=True)
+    flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
+                'the audit on %s recommends an action plan' %
+                params['datasources'])
+    plan = plans[0]['UUID']
+    return plan, _migrations(flow, plan)
+
+
+def _expect_one_low_moved(flow, migrations, low):
+    flow.expect(len(migrations) == 1 and
+                migrations[0]['Parameters'].get('migration_type') == 'live'
+                and migrations[0]['Parameters'].get('resource_name') in low
+                and not migrations[0]['Parameters'].get('destination_node'),
+                'the plan live-migrates one low-priority server, its '
+                'destination left to Nova\'s scheduler')
+
+
+# What two plans must share to agree: the server, how, and from where.
+AGREE = ('resource_id', 'resource_name', 'migration_type', 'source_node',
+         'destination_node')
+
+
+def _agree(flow, by_gnocchi, by_other, source):
+    ours = {k: by_gnocchi['Parameters'].get(k) for k in AGREE}
+    theirs = {k: by_other['Parameters'].get(k) for k in AGREE}
+    flow.expect(ours == theirs, 'the plans on gnocchi and on %s agree: %s'
+                % (source, ', '.join('%s=%s' % kv for kv in sorted(
+                    ours.items()) if kv[1])) if ours == theirs else
+                'the plans on gnocchi and on %s differ: %s / %s' % (
+                    source, ours, theirs))
+
+
 def loop(flow, bandwidth_threshold):
     """Watcher moves a noisy low-priority server off the protected one's host.
 
@@ -116,27 +197,21 @@ def loop(flow, bandwidth_threshold):
                       u, 'memory.bandwidth.total'), timeout=300,
                   interval=10)
 
-    _, text = flow.os('optimize', 'audit', 'create', '-g', GOAL, '-s',
-                      STRATEGY, '-p', 'period=900', '-p', 'granularity=300',
-                      '-p', 'bandwidth_threshold=%d' % bandwidth_threshold,
-                      '-p', 'refresh=true', '-f', 'value', '-c', 'UUID')
-    audit = text.strip().splitlines()[0]
-    _wait_status(flow, 'the audit', ('optimize', 'audit', 'show', audit),
-                 ('SUCCEEDED',), ('FAILED', 'CANCELLED'))
-    flow.table('optimize', 'audit', 'show', audit, '-c', 'UUID', '-c',
-               'State', '-c', 'Strategy', '-c', 'Parameters')
-    plans = flow.os('optimize', 'actionplan', 'list', '--audit', audit,
-                    parse=True)
-    flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
-                'the audit recommends an action plan')
-    plan = plans[0]['UUID']
-    migrations = _migrations(flow, plan)
-    flow.expect(len(migrations) == 1 and
-                migrations[0]['Parameters'].get('migration_type') == 'live'
-                and migrations[0]['Parameters'].get('resource_name') in LOW
-                and not migrations[0]['Parameters'].get('destination_node'),
-                'the plan live-migrates one low-priority server, its '
-                'destination left to Nova\'s scheduler')
+    params = {'period': 900, 'granularity': 300, 'refresh': 'true',
+              'bandwidth_threshold': bandwidth_threshold}
+    plan, migrations = _audit(flow, dict(params, datasources='gnocchi'))
+    _expect_one_low_moved(flow, migrations, LOW)
+    # The same audit on the Prometheus path: the mean over a window as
+    # long as the low servers' lives (Prometheus has every 5 s sample;
+    # Gnocchi's 5-minute points are what needs the longer period above),
+    # and the host's pressure, which only this path has.
+    source = prometheus_datasource()
+    _, other = _audit(flow, {'period': 300,
+                             'bandwidth_threshold': bandwidth_threshold,
+                             'pressure_threshold': HELD_PRESSURE,
+                             'datasources': source})
+    _expect_one_low_moved(flow, other, LOW)
+    _agree(flow, migrations[0], other[0], source)
     flow.os('optimize', 'actionplan', 'start', plan)
     _wait_status(flow, 'the action plan', ('optimize', 'actionplan', 'show',
                                            plan),
@@ -152,3 +227,116 @@ def loop(flow, bandwidth_threshold):
              '(%s)' % (before / 2.0 ** 20, after / 2.0 ** 20,
                        'both hosts share this machine\'s two cores'))
     flow.os('server', 'delete', '--wait', *LOW)
+
+
+def _held_at_floor(flow, uuids):
+    """{name: level} once the state file holds every one at the floor."""
+    state = flow._controller_state()
+    if not all(u in state for u in uuids.values()):
+        return None
+    levels = {n: state[u].get('level') for n, u in uuids.items()}
+    return levels if all(v is not None and v <= FLOOR
+                         for v in levels.values()) else None
+
+
+def classes(flow, bandwidth_threshold):
+    """Watcher moves a low server that the controller holds at the floor.
+
+    The servers of the priority step: a ``high`` one and low ones beside
+    it on the host with MBA. The controller throttles the low ones down
+    to the floor; from there the host loop can do no more, and the audit
+    (on the Prometheus path, whose 5 s samples show a minute at the floor
+    a minute after it began) live-migrates one of them. Nova's scheduler
+    puts it on compute2, which has no MBA: low servers may run there,
+    unthrottled, high ones may not.
+
+    :param bandwidth_threshold: what the low servers together must use,
+        held at the floor, for the high one to count as under pressure.
+    """
+    host = flow.CONTROLLED
+    lows = flow._low_names()
+    uuids = {n: flow._show(n)['id'] for n in lows}
+    levels = flow.wait('the controller to hold every low server at the '
+                       'floor (%d%%)' % FLOOR,
+                       lambda: _held_at_floor(flow, uuids), timeout=300,
+                       interval=5)
+    flow.expect(True, 'the controller holds %s on %s' % (', '.join(
+        '%s at %g%%' % kv for kv in sorted(levels.items())), host))
+
+    # What the audit reads: held (throttled 1) and at the floor in every
+    # sample of its window.
+    match = '%s=~"%s"' % (INSTANCE_LABEL,
+                          '|'.join(sorted(uuids.values())))
+
+    def window_at_floor():
+        held = flow_prometheus.prom_query(flow, 'min_over_time(%s{%s}[%ds]) '
+                                          '== 1' % (THROTTLED, match,
+                                                    CLASS_PERIOD))
+        low = flow_prometheus.prom_query(flow, 'max_over_time(%s{%s}[%ds]) '
+                                         '<= %d' % (LEVEL, match,
+                                                    CLASS_PERIOD, FLOOR))
+        ids = set(uuids.values())
+        return ids <= {r['metric'].get(INSTANCE_LABEL)
+                       for r in held} and ids <= {
+            r['metric'].get(INSTANCE_LABEL) for r in low}
+    flow.wait('Prometheus to have every low server at the floor for %d s'
+              % CLASS_PERIOD, window_at_floor, timeout=CLASS_PERIOD + 120,
+              interval=5)
+    flow_prometheus.query(flow, '%s{%s}' % (LEVEL, match),
+                          (INSTANCE_LABEL, 'value'),
+                          env=flow_prometheus.admin_env(flow))
+
+    source = prometheus_datasource()
+    plan, migrations = _audit(flow, {
+        'period': CLASS_PERIOD, 'granularity': CLASS_PERIOD,
+        'bandwidth_threshold': bandwidth_threshold, 'floor': FLOOR,
+        'pressure_threshold': HELD_PRESSURE, 'datasources': source})
+    _decision_log(flow)
+    _expect_one_low_moved(flow, migrations, lows)
+    flow.os('optimize', 'actionplan', 'start', plan)
+    _wait_status(flow, 'the action plan', ('optimize', 'actionplan', 'show',
+                                           plan),
+                 ('SUCCEEDED',), ('FAILED', 'CANCELLED', 'SUPERSEDED'))
+    flow.table('server', 'list', '--long', '-c', 'Name', '-c', 'Status',
+               '-c', 'Flavor', '-c', 'Host')
+    moved = [n for n in lows if flow._host_of(n) != host]
+    flow.expect(len(moved) == 1 and flow._host_of(moved[0]) == 'compute2'
+                and flow._host_of('high') == host,
+                '%s, held at the floor, moved to compute2 (no MBA); high '
+                'stays on %s' % (', '.join(moved) or 'no low server', host))
+    flow.moved_lows = moved
+    flow.priority_uuids = None
+
+    # compute2's agent publishes the class and nothing else: no MBA, no
+    # level.
+    path = flow.cloud.host_dir('compute2', 'host-state.json')
+    uuid = uuids[moved[0]]
+
+    def published():
+        try:
+            entry = state_mod.load(path)['instances'].get(uuid)
+        except (OSError, exception.InvalidStateFile):
+            return None
+        # compute2 has MBM: a low server is measured there.
+        return entry if entry and entry.get('mbm_total_bps') is not None \
+            else None
+    entry = flow.wait("compute2's agent to measure %s" % moved[0], published,
+                      timeout=120, interval=5)
+    flow.expect(entry.get('priority') == 'low' and
+                entry.get('level') is None and
+                entry.get('mb_limit') is None,
+                "compute2's agent publishes %s as low, unthrottled" %
+                moved[0])
+
+
+def _decision_log(flow):
+    """The strategy's lines about the hosts, from the decision engine."""
+    try:
+        with open(flow.cloud.daemons.log_file('watcher-decision-engine'),
+                  errors='replace') as f:
+            lines = [line.rstrip() for line in f
+                     if 'watcher_plugin' in line or ' on compute' in line]
+    except OSError:
+        return
+    for line in lines[-6:]:
+        flow.out('  decision engine: ' + line[-200:])

@@ -57,6 +57,13 @@ def conf(layout):
         'watcher_strategies.rdt_noisy_neighbor': {'datasources': 'gnocchi'},
         'gnocchi_client': {'endpoint_type': 'public',
                            'region_name': services.REGION},
+        # The Prometheus path, for audits that ask for it (the audit
+        # parameter datasources): Aetos from Keystone's catalog (Watcher
+        # 15 on), Prometheus itself on Watcher 14, which has no Aetos.
+        'aetos_client': {'interface': 'public',
+                         'region_name': services.REGION},
+        'prometheus_client': {'host': '127.0.0.1',
+                              'port': str(layout.ports['prometheus'])},
         'nova': {'region_name': services.REGION},
         'placement': {'region_name': services.REGION},
     })

@@ -26,12 +26,15 @@ members each seeing through Aetos (``openstack metric query``) the RDT
 series of their own project's server and nothing of the other's, a
 live migration with its claims, allocations, groups, agents, exported
 series and Gnocchi measures checked on both hosts and one the scheduler
-refuses, Watcher's services with rdt-virt's strategy and an audit whose
-action plan moves a noisy low-priority server off the protected one's
-host, and usages, groups and exported series back to zero after the
-deletion; then a high-priority server and low-priority ones, which the
-agent's controller throttles and releases once the high one is paused.
-Needs root,
+refuses, Watcher's services with rdt-virt's strategy and audits on
+Gnocchi and through Aetos whose plans agree and whose action plan moves a
+noisy low-priority server off the protected one's host, and usages,
+groups and exported series back to zero after the deletion; then a
+high-priority server and low-priority ones, which the agent's controller
+throttles to the floor, where Watcher's audit moves one of them to the
+host without MBA, an agent stopped whose alert fires and resolves once it
+is back, and the controller releasing the low servers once the high one
+is paused. Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
 (``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); the Prometheus and
 Aetos steps need the metric client's (``RDT_VIRT_METRIC_CLIENT_BIN`` or
@@ -102,5 +105,17 @@ class TestCloud(base.CloudTestCase):
     def test_8b_controller_throttles_the_low_servers(self):
         self.run_step(self.flow.priority_throttled)
 
-    def test_8c_pause_releases_the_low_servers(self):
+    def test_8c_watcher_moves_a_low_server_held_at_the_floor(self):
+        self.needs_metric_client()
+        self.run_step(self.flow.priority_watcher)
+
+    def test_8d_an_agent_stops_and_its_alert_is_pending(self):
+        self.needs_metric_client()
+        self.run_step(self.flow.alert_pending)
+
+    def test_8e_pause_releases_the_low_servers(self):
         self.run_step(self.flow.priority_released)
+
+    def test_8f_the_alert_fires_and_resolves(self):
+        self.needs_metric_client()
+        self.run_step(self.flow.alert_resolved)
