@@ -704,8 +704,8 @@ class Flow(object):
 
     # Watcher (rdt_virt.cloud.flow_watcher) -------------------------------
 
-    # bytes/s the two low-priority burn guests must use together: each
-    # uses well over 100 MB/s unthrottled on the emulated hosts.
+    # bytes/s the two low-priority guests must use together: the burning
+    # one uses well over 100 MB/s unthrottled on the emulated hosts.
     WATCHER_THRESHOLD = 50 * 10 ** 6
 
     def watcher_services(self):
