@@ -330,6 +330,7 @@ def classes(flow, bandwidth_threshold):
             else None
     entry = flow.wait("compute2's agent to measure %s" % moved[0], published,
                       timeout=120, interval=5)
+    flow.ceilometer_forgets('compute2')
     flow.expect(entry.get('priority') == 'low' and
                 entry.get('level') is None and
                 entry.get('mb_limit') is None,
