@@ -75,6 +75,13 @@ class EmulatorTestCase(base.TestCase):
         with open(self.path(*parts)) as f:
             return f.read()
 
+    def task_ids(self, *parts):
+        """The ids of a ``tasks`` file, one a line.
+
+        Not a substring of the text: "123\\n" is in "4123\\n".
+        """
+        return [int(line) for line in self.read(*parts).split()]
+
     def write(self, rel, data):
         """One write() system call, as ``echo`` or libvirt would do."""
         fd = os.open(self.path(rel), os.O_WRONLY | os.O_TRUNC)

@@ -160,7 +160,7 @@ class FilesystemTest(base.EmulatorTestCase):
                           'mbm_local_bytes').strip()
         self.assertTrue(value.isdigit() or value == 'Unavailable', value)
         os.rmdir(group)
-        self.assertIn('%d\n' % proc.pid, self.read('tasks'))
+        self.assertIn(proc.pid, self.task_ids('tasks'))
 
 
 class TasksTest(base.EmulatorTestCase):
@@ -171,7 +171,7 @@ class TasksTest(base.EmulatorTestCase):
         proc = self.spawn('import time\ntime.sleep(30)')
         self.write('g1/tasks', '%d\n' % proc.pid)
         self.assertEqual('%d\n' % proc.pid, self.read('g1', 'tasks'))
-        self.assertNotIn('%d\n' % proc.pid, self.read('tasks'))
+        self.assertNotIn(proc.pid, self.task_ids('tasks'))
         self.write('g1/mon_groups/m1/tasks', str(proc.pid))
         self.assertEqual('%d\n' % proc.pid,
                          self.read('g1', 'mon_groups', 'm1', 'tasks'))
@@ -198,7 +198,7 @@ class TasksTest(base.EmulatorTestCase):
         self.assertNotEqual(child.pid, tid)
         self.write('g1/tasks', str(tid))
         self.assertEqual('%d\n' % tid, self.read('g1', 'tasks'))
-        self.assertIn('%d\n' % child.pid, self.read('tasks'))
+        self.assertIn(child.pid, self.task_ids('tasks'))
         # Exited tasks vanish; writing them gives ESRCH.
         proc.kill()
         proc.wait()
@@ -281,7 +281,7 @@ class CountersTest(base.EmulatorTestCase):
         self.write('schemata', 'L3:0=f\n')
         self.client.remount('cdp')
         self.assertNotIn('g1', os.listdir(self.root))
-        self.assertIn('%d\n' % proc.pid, self.read('tasks'))
+        self.assertIn(proc.pid, self.task_ids('tasks'))
         self.assertEqual('    MB:0=100;1=100\nL3DATA:0=7ff;1=7ff\n'
                          'L3CODE:0=7ff;1=7ff\n', self.read('schemata'))
         self.assertEqual(['L3CODE', 'L3DATA', 'L3_MON', 'MB',
