@@ -120,11 +120,33 @@ def _wait_status(flow, what, show, done, failed, timeout=600):
     return flow.wait(what, check, timeout=timeout, interval=5)
 
 
-def _audit(flow, params):
-    """One audit of the strategy with ``params``; returns (plan, migrations).
+def _audit(flow, params, tries=1, pause=30):
+    """An audit of the strategy with ``params``; returns (plan, migrations).
 
     A list value is given as JSON, which watcherclient's ``-p`` reads.
+    An audit that recommends nothing shows the strategy's reasons from
+    the decision engine's log; with ``tries`` above one it is run again
+    after ``pause`` seconds, up to ``tries`` audits in all.
     """
+    for attempt in range(1, tries + 1):
+        plans = _one_audit(flow, params)
+        if plans or attempt == tries:
+            break
+        _decision_log(flow)
+        flow.out('  note: audit %d of %d recommends nothing; again in %d s'
+                 % (attempt, tries, pause))
+        time.sleep(pause)
+    if not plans:
+        _decision_log(flow)
+    flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
+                'the audit on %s recommends an action plan' %
+                params['datasources'])
+    plan = plans[0]['UUID']
+    return plan, _migrations(flow, plan)
+
+
+def _one_audit(flow, params):
+    """Run one audit; returns its action plans as the user lists them."""
     args = []
     for key, value in sorted(params.items()):
         if key == 'datasources':
@@ -137,13 +159,8 @@ def _audit(flow, params):
                  ('SUCCEEDED',), ('FAILED', 'CANCELLED'))
     flow.table('optimize', 'audit', 'show', audit, '-c', 'UUID', '-c',
                'State', '-c', 'Strategy', '-c', 'Parameters')
-    plans = flow.os('optimize', 'actionplan', 'list', '--audit', audit,
-                    parse=True)
-    flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
-                'the audit on %s recommends an action plan' %
-                params['datasources'])
-    plan = plans[0]['UUID']
-    return plan, _migrations(flow, plan)
+    return flow.os('optimize', 'actionplan', 'list', '--audit', audit,
+                   parse=True)
 
 
 def _expect_one_low_moved(flow, migrations, low):
@@ -295,10 +312,14 @@ def classes(flow, bandwidth_threshold):
                           env=flow_prometheus.admin_env(flow))
 
     source = prometheus_datasource()
+    # Up to three audits: Watcher's model of the hosts follows Nova's
+    # notifications, and an audit that finds nothing says why (the
+    # decision engine's lines) before the next one.
     plan, migrations = _audit(flow, {
         'period': CLASS_PERIOD, 'granularity': CLASS_PERIOD,
         'bandwidth_threshold': bandwidth_threshold, 'floor': FLOOR,
-        'pressure_threshold': HELD_PRESSURE, 'datasources': source})
+        'pressure_threshold': HELD_PRESSURE, 'datasources': source},
+        tries=3)
     _decision_log(flow)
     _expect_one_low_moved(flow, migrations, lows)
     flow.os('optimize', 'actionplan', 'start', plan)
@@ -344,8 +365,9 @@ def _decision_log(flow):
         with open(flow.cloud.daemons.log_file('watcher-decision-engine'),
                   errors='replace') as f:
             lines = [line.rstrip() for line in f
-                     if 'watcher_plugin' in line or ' on compute' in line]
+                     if 'watcher_plugin' in line or ' on compute' in line
+                     or ' ERROR ' in line]
     except OSError:
         return
-    for line in lines[-6:]:
+    for line in lines[-10:]:
         flow.out('  decision engine: ' + line[-200:])
