@@ -47,9 +47,7 @@ FLOOR = 10
 # low watermark (controller_low_watermark); the class audit reads the
 # host as pressed from there on, as the agent does.
 HELD_PRESSURE = 0.6
-# The agent's series the class audit reads (watcher_plugin.promql).
-LEVEL = 'rdt_virt_instance_controller_level'
-THROTTLED = 'rdt_virt_instance_controller_throttled'
+# The agent's label of an instance's series (watcher_plugin.promql).
 INSTANCE_LABEL = 'instance_uuid'
 # The class audit's window on Prometheus (5 s scrapes): a minute in which
 # the controller held every low server at the floor.
@@ -295,10 +293,10 @@ def classes(flow, bandwidth_threshold):
 
     def window_at_floor():
         held = flow_prometheus.prom_query(flow, 'min_over_time(%s{%s}[%ds]) '
-                                          '== 1' % (THROTTLED, match,
+                                          '== 1' % (flow.THROTTLED, match,
                                                     CLASS_PERIOD))
         low = flow_prometheus.prom_query(flow, 'max_over_time(%s{%s}[%ds]) '
-                                         '<= %d' % (LEVEL, match,
+                                         '<= %d' % (flow.LEVEL, match,
                                                     CLASS_PERIOD, FLOOR))
         ids = set(uuids.values())
         return ids <= {r['metric'].get(INSTANCE_LABEL)
@@ -307,7 +305,7 @@ def classes(flow, bandwidth_threshold):
     flow.wait('Prometheus to have every low server at the floor for %d s'
               % CLASS_PERIOD, window_at_floor, timeout=CLASS_PERIOD + 120,
               interval=5)
-    flow_prometheus.query(flow, '%s{%s}' % (LEVEL, match),
+    flow_prometheus.query(flow, '%s{%s}' % (flow.LEVEL, match),
                           (INSTANCE_LABEL, 'value'),
                           env=flow_prometheus.admin_env(flow))
 
