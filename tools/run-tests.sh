@@ -40,9 +40,23 @@ status=0
 if [ "$status" -ne 0 ]; then
     echo "=== stestr's failure reports, repeated from above ==="
     awk -v keep=30 '
-        function flush(  lines, first, i) {
+        function flush(  lines, first, i, err, shown) {
             lines = section == "traceback" ? 4 * keep : keep
             first = n <= lines ? 1 : n - lines + 1
+            # A server-side cause (an API 500, a failed RPC) is logged as
+            # an ERROR record with its traceback, often far above the
+            # tail: show those records, first, in full (up to 5 * keep).
+            if (section == "pythonlogging" && first > 1) {
+                for (i = 1; i < first && shown < 5 * keep; i++) {
+                    if (buf[i] ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] /)
+                        err = buf[i] ~ / (ERROR|CRITICAL) /
+                    if (err) {
+                        print buf[i]; shown++
+                    }
+                }
+                if (shown)
+                    print "    [ERROR records above, from the lines left out]"
+            }
             if (first > 1)
                 print "    [" first - 1 " lines of " section " left out]"
             for (i = first; i <= n; i++)
