@@ -122,24 +122,27 @@ def _audit(flow, params, tries=1, pause=30):
     """An audit of the strategy with ``params``; returns (plan, migrations).
 
     A list value is given as JSON, which watcherclient's ``-p`` reads.
-    An audit that recommends nothing shows the strategy's reasons from
+    An audit that recommends nothing (no action plan, or an empty one,
+    which Watcher creates as SUCCEEDED) shows the strategy's reasons from
     the decision engine's log; with ``tries`` above one it is run again
     after ``pause`` seconds, up to ``tries`` audits in all.
     """
     for attempt in range(1, tries + 1):
         plans = _one_audit(flow, params)
-        if plans or attempt == tries:
+        recommended = [p for p in plans if p['State'] == 'RECOMMENDED']
+        if recommended:
             break
         _decision_log(flow)
-        flow.out('  note: audit %d of %d recommends nothing; again in %d s'
-                 % (attempt, tries, pause))
-        time.sleep(pause)
-    if not plans:
-        _decision_log(flow)
-    flow.expect(len(plans) == 1 and plans[0]['State'] == 'RECOMMENDED',
+        flow.out('  note: audit %d of %d recommends nothing (action plans: '
+                 '%s)%s' % (attempt, tries, ', '.join(
+                     p['State'] for p in plans) or 'none',
+                     '; again in %d s' % pause if attempt < tries else ''))
+        if attempt < tries:
+            time.sleep(pause)
+    flow.expect(len(recommended) == 1 and len(plans) == 1,
                 'the audit on %s recommends an action plan' %
                 params['datasources'])
-    plan = plans[0]['UUID']
+    plan = recommended[0]['UUID']
     return plan, _migrations(flow, plan)
 
 

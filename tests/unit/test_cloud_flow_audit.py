@@ -1,0 +1,104 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The flow's audits, against Watcher's answers recorded without a cloud.
+
+Watcher (14 to 17) creates an action plan for every audit; one without
+actions is created SUCCEEDED. The flow must count that as "recommends
+nothing" and run the audit again, not take it for an answer.
+"""
+
+import fixtures
+
+from rdt_virt.cloud import flow as flow_mod
+from rdt_virt.cloud import flow_watcher
+from tests import base
+
+MIGRATE = {'Action': 'migrate',
+           'Parameters': {'migration_type': 'live', 'resource_name': 'low-1'}}
+
+
+class Watcher(object):
+    """The parts of a Flow that _audit() uses; Watcher's answers in turn."""
+
+    def __init__(self, plans):
+        self.plans = list(plans)
+        self.audits = 0
+        self.said = []
+
+    def os(self, *args, **kwargs):
+        if args[:3] == ('optimize', 'audit', 'create'):
+            self.audits += 1
+            return 0, 'audit-%d\n' % self.audits
+        if args[:3] == ('optimize', 'actionplan', 'list'):
+            return self.plans.pop(0)
+        if args[:3] == ('optimize', 'action', 'list'):
+            return [MIGRATE]
+        return 0, ''
+
+    def table(self, *args):
+        pass
+
+    def out(self, text):
+        self.said.append(text)
+
+    def expect(self, ok, message):
+        if not ok:
+            raise flow_mod.FlowError(message)
+
+
+def plan(state, uuid='plan'):
+    return {'UUID': uuid, 'State': state}
+
+
+class TestAudit(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatchObject(
+            flow_watcher, '_wait_status'))
+        self.useFixture(fixtures.MockPatchObject(
+            flow_watcher, '_decision_log'))
+        self.sleep = self.useFixture(fixtures.MockPatchObject(
+            flow_watcher.time, 'sleep')).mock
+
+    def audit(self, watcher, tries):
+        return flow_watcher._audit(watcher, {'datasources': 'aetos'},
+                                   tries=tries, pause=30)
+
+    def test_an_empty_plan_is_audited_again(self):
+        watcher = Watcher([[plan('SUCCEEDED', 'empty')],
+                           [plan('RECOMMENDED', 'moves')]])
+        found, migrations = self.audit(watcher, tries=3)
+        self.assertEqual('moves', found)
+        self.assertEqual([MIGRATE], migrations)
+        self.assertEqual(2, watcher.audits)
+        self.sleep.assert_called_once_with(30)
+        self.assertIn('audit 1 of 3 recommends nothing (action plans: '
+                      'SUCCEEDED); again in 30 s', watcher.said[0])
+
+    def test_nothing_after_every_try_fails_and_says_so(self):
+        watcher = Watcher([[plan('SUCCEEDED')], [], [plan('SUCCEEDED')]])
+        err = self.assertRaises(flow_mod.FlowError, self.audit, watcher, 3)
+        self.assertIn('recommends an action plan', str(err))
+        self.assertEqual(3, watcher.audits)
+        self.assertEqual(2, self.sleep.call_count)
+        self.assertIn('audit 2 of 3 recommends nothing (action plans: '
+                      'none)', watcher.said[1])
+        self.assertTrue(watcher.said[2].endswith('(action plans: '
+                                                 'SUCCEEDED)'))
+
+    def test_one_try_takes_the_first_answer(self):
+        watcher = Watcher([[plan('SUCCEEDED')]])
+        self.assertRaises(flow_mod.FlowError, self.audit, watcher, 1)
+        self.assertEqual(1, watcher.audits)
+        self.sleep.assert_not_called()
