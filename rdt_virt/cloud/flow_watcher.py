@@ -30,6 +30,7 @@ from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import prometheus
 from rdt_virt import exception
 from rdt_virt.sandbox import guest
+from watcher_plugin import promql
 
 STRATEGY = 'rdt_noisy_neighbor'
 GOAL = 'noisy_neighbor'
@@ -47,8 +48,8 @@ FLOOR = 10
 # low watermark (controller_low_watermark); the class audit reads the
 # host as pressed from there on, as the agent does.
 HELD_PRESSURE = 0.6
-# The agent's label of an instance's series (watcher_plugin.promql).
-INSTANCE_LABEL = 'instance_uuid'
+# The agent's label of an instance's series.
+INSTANCE_LABEL = promql.INSTANCE_LABEL
 # The class audit's window on Prometheus (5 s scrapes): a minute in which
 # the controller held every low server at the floor.
 CLASS_PERIOD = 60
@@ -255,6 +256,25 @@ def loop(flow, bandwidth_threshold):
     flow.os('server', 'delete', '--wait', *LOW)
 
 
+def _at_floor_in_window(flow, uuid):
+    """Whether the strategy will read ``uuid`` as held at the floor.
+
+    The queries of :mod:`watcher_plugin.promql` over the class audit's
+    window: the lowest ``throttled`` of every series of the server is 1,
+    and their mean level at most the floor.
+    """
+    def value(query):
+        result = flow_prometheus.prom_query(flow, query)
+        return float(result[0]['value'][1]) if result else None
+    held = value(promql.lowest(promql.THROTTLED, INSTANCE_LABEL, uuid,
+                               CLASS_PERIOD))
+    if held != 1:
+        return False
+    level = value(promql.mean(promql.LEVEL, INSTANCE_LABEL, uuid,
+                              CLASS_PERIOD))
+    return level is not None and level <= FLOOR
+
+
 def _held_at_floor(flow, uuids):
     """{name: level} once the state file holds every one at the floor."""
     state = flow._controller_state()
@@ -289,25 +309,19 @@ def classes(flow, bandwidth_threshold):
     flow.expect(True, 'the controller holds %s on %s' % (', '.join(
         '%s at %g%%' % kv for kv in sorted(levels.items())), host))
 
-    # What the audit reads: held (throttled 1) and at the floor in every
-    # sample of its window.
-    match = '%s=~"%s"' % (INSTANCE_LABEL,
-                          '|'.join(sorted(uuids.values())))
-
+    # What the audit reads, asked as the strategy asks it: held (throttled
+    # 1) and at the floor in every sample of the window, over all of a
+    # server's series. A server moved to the floor's group has a new
+    # series; its old group's, above the floor, stays in the window for a
+    # minute, which a check of each series alone would not see.
     def window_at_floor():
-        held = flow_prometheus.prom_query(flow, 'min_over_time(%s{%s}[%ds]) '
-                                          '== 1' % (flow.THROTTLED, match,
-                                                    CLASS_PERIOD))
-        low = flow_prometheus.prom_query(flow, 'max_over_time(%s{%s}[%ds]) '
-                                         '<= %d' % (flow.LEVEL, match,
-                                                    CLASS_PERIOD, FLOOR))
-        ids = set(uuids.values())
-        return ids <= {r['metric'].get(INSTANCE_LABEL)
-                       for r in held} and ids <= {
-            r['metric'].get(INSTANCE_LABEL) for r in low}
+        return all(_at_floor_in_window(flow, uuid)
+                   for uuid in sorted(uuids.values()))
     flow.wait('Prometheus to have every low server at the floor for %d s'
               % CLASS_PERIOD, window_at_floor, timeout=CLASS_PERIOD + 120,
               interval=5)
+    match = '%s=~"%s"' % (INSTANCE_LABEL,
+                          '|'.join(sorted(uuids.values())))
     flow_prometheus.query(flow, '%s{%s}' % (flow.LEVEL, match),
                           (INSTANCE_LABEL, 'value'),
                           env=flow_prometheus.admin_env(flow))

@@ -31,9 +31,10 @@ Gnocchi and through Aetos whose plans agree and whose action plan moves a
 noisy low-priority server off the protected one's host, and usages,
 groups and exported series back to zero after the deletion; then a
 high-priority server and low-priority ones, which the agent's controller
-throttles, an agent stopped whose alert fires and resolves once it is
-back, and the controller releasing the low servers once the high one is
-paused. Needs root,
+throttles to the floor, where Watcher's audit moves one of them to the
+host without MBA, an agent stopped whose alert fires and resolves once it
+is back, and the controller releasing the low servers once the high one
+is paused. Needs root,
 /dev/kvm, /dev/fuse, bindep's cloud profile and Gnocchi's environment
 (``RDT_VIRT_GNOCCHI_BIN`` or ``.tox/gnocchi/bin``); the Prometheus and
 Aetos steps need the metric client's (``RDT_VIRT_METRIC_CLIENT_BIN`` or
@@ -104,11 +105,9 @@ class TestCloud(base.CloudTestCase):
     def test_8b_controller_throttles_the_low_servers(self):
         self.run_step(self.flow.priority_throttled)
 
-    # Not here: Flow.priority_watcher, the audit on the classes through
-    # Aetos (rdt-virt-sandbox cloud flow runs it). In two of three runs
-    # the controller let a low server go within the audit's window, which
-    # the strategy rightly reads as "the host can still throttle": the
-    # step is not yet stable enough for CI.
+    def test_8c_watcher_moves_a_low_server_held_at_the_floor(self):
+        self.needs_metric_client()
+        self.run_step(self.flow.priority_watcher)
 
     def test_8d_an_agent_stops_and_its_alert_is_pending(self):
         self.needs_metric_client()

@@ -36,6 +36,8 @@ from unittest import mock
 import fixtures
 import testtools
 
+from rdt_virt.cloud import flow_prometheus
+from rdt_virt.cloud import flow_watcher
 from tests import base
 from tests.watcher import promserver
 
@@ -268,6 +270,57 @@ class TestPrometheus(PrometheusCase):
         # Held all through a shorter period: at the floor.
         actions, _ = self.run_strategy(period=240.0)
         self.assertEqual(['low-2'], self.moved(actions))
+
+    def serve_moved(self, moved):
+        """low-2 moved ``moved`` s ago from the 20% group to the floor's.
+
+        Its old group's series (throttled, at 20%) ends there, its new
+        one (at 10%) begins.
+        """
+        new = lambda age: 10.0 if age < moved else None  # noqa: E731
+        series = agent_series(levels={'low-1': 10.0, 'low-2': new},
+                              throttled={'low-2': lambda age: new(age)
+                                         and 1.0})
+        for metric, labels, _value in list(series):
+            if (metric in (LEVEL, THROTTLED) and
+                    labels['instance_uuid'] == 'low-2'):
+                series.append((metric, dict(labels, group='rdtvirt-mb20'),
+                               lambda age, m=metric: None if age < moved
+                               else 20.0 if m == LEVEL else 1.0))
+        self.server = self.useFixture(promserver.Prometheus(series, HOSTS))
+        self.flags(group='prometheus_client', host='127.0.0.1',
+                   port=str(self.server.port))
+
+    def cloud_flow_waits(self):
+        """{uuid: whether the test cloud's class step finds it at floor}."""
+        def prom_api(flow, path):
+            return self.server.get(path)['data']
+        with mock.patch.object(flow_prometheus, 'prom_api', prom_api):
+            return {uuid: flow_watcher._at_floor_in_window(None, uuid)
+                    for uuid in ('low-1', 'low-2')}
+
+    def test_the_cloud_flow_waits_for_what_the_strategy_reads(self):
+        # The class step of the test cloud (rdt_virt.cloud.flow_watcher)
+        # waits until Prometheus has every low server at the floor for
+        # the audit's window, then runs the audit. A server that reached
+        # the floor's group 30 s ago has that group's series at the floor
+        # all through the window, but its old group's is in the window
+        # too: the strategy reads a mean above the floor, and the flow
+        # must wait as well.
+        window = dict(period=flow_watcher.CLASS_PERIOD,
+                      granularity=flow_watcher.CLASS_PERIOD)
+        self.serve_moved(30)
+        _, seen = self.run_strategy(**window)
+        self.assertGreater(seen['instances']['low-2'].level, 10.0)
+        self.assertEqual(10.0, seen['instances']['low-1'].level)
+        self.assertEqual({'low-1': True, 'low-2': False},
+                         self.cloud_flow_waits())
+        # A minute and a half later the old series has left the window.
+        self.serve_moved(90)
+        _, seen = self.run_strategy(**window)
+        self.assertEqual(10.0, seen['instances']['low-2'].level)
+        self.assertEqual({'low-1': True, 'low-2': True},
+                         self.cloud_flow_waits())
 
     def test_a_host_without_its_label_has_no_pressure(self):
         # The scrape job of compute1 does not set fqdn to its name.
