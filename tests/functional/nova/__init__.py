@@ -10,11 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-# Nova 32 (2025.2) monkey-patches the test process for eventlet when
-# nova.test is imported. This package's modules import nova.context, and
-# with it oslo.db, first: oslo.db's per-thread transaction context then
-# stayed a real thread's, shared by every green thread, and the live
-# migration monitor met the migration's own database read ("Can't upgrade
-# a READER transaction to a WRITER mid-transaction"). Import nova.test
-# first, as Nova's own tests do. Remove with 2025.2.
-import nova.test  # noqa: F401
+# Nova's harness runs under eventlet, which must patch the process before
+# oslo.db is imported: oslo.db's per-thread transaction context is
+# otherwise a real thread's, shared by every green thread, and two of them
+# meet in one transaction ("Can't upgrade a READER transaction to a WRITER
+# mid-transaction": the live migration monitor, a delete run as a call).
+# Nova's own test packages patch first, each release in its own place:
+# Nova 31 on importing nova.monkey_patch, Nova 32 on importing nova.test
+# (after it imported nothing of oslo.db), Nova 33 and 34 in
+# nova.tests.functional, after nova.test has imported oslo.db. So patch
+# here, before anything of Nova's: nova.monkey_patch.patch() (Nova 32 and
+# later; it honours OS_NOVA_DISABLE_EVENTLET_PATCHING, as the threading
+# target needs), or the import itself on Nova 31.
+import nova.monkey_patch
+
+if hasattr(nova.monkey_patch, 'patch'):  # Nova 32 onwards; remove with 31.
+    nova.monkey_patch.patch()
