@@ -35,6 +35,7 @@ from rdt_virt.cloud import services
 from rdt_virt.policy import extra_specs as es
 from rdt_virt.policy import placement
 from rdt_virt.sandbox import guest
+from watcher_plugin import promql
 
 NOISY = 7
 #: Low-priority noisy servers beside the high one (phase "controller").
@@ -960,9 +961,10 @@ class Flow(object):
         self.expect(True, 'Gnocchi archives %s of %s: %s %%' % (
             self.LIMIT, name, ', '.join('%.0f' % v for v in found[name])))
 
-    # The agent's protection series, labelled with the instance's UUID.
-    LEVEL = 'rdt_virt_instance_controller_level'
-    THROTTLED = 'rdt_virt_instance_controller_throttled'
+    # The agent's protection series, labelled with the instance's UUID
+    # (the names rdt_noisy_neighbor reads).
+    LEVEL = promql.LEVEL
+    THROTTLED = promql.THROTTLED
     CLASS = 'rdt_virt_instance_protection_class'
 
     def priority_exported(self, held):

@@ -322,7 +322,7 @@ def classes(flow, bandwidth_threshold):
               interval=5)
     match = '%s=~"%s"' % (INSTANCE_LABEL,
                           '|'.join(sorted(uuids.values())))
-    flow_prometheus.query(flow, '%s{%s}' % (flow.LEVEL, match),
+    flow_prometheus.query(flow, '%s{%s}' % (promql.LEVEL, match),
                           (INSTANCE_LABEL, 'value'),
                           env=flow_prometheus.admin_env(flow))
 
