@@ -47,11 +47,15 @@ the compute host, at the cost of a few dictionary lookups per host.
   compute host refreshes whenever an instance leaves it
   (:mod:`nova_plugin.virt.report`): the capacity a deleted instance held
   is free for the next request, not only after the next periodic
-  report. (An instance placed but not yet claimed on its host when that
-  refresh was taken is missing from it: the race for the last CLOSID
-  described in :mod:`nova_plugin.scheduler.filters`.) (A plain
-  instance that lands right after an RDT request passed a host makes the
-  estimate pessimistic until the next report.)
+  report. A periodic report names the instances whose claims it counts:
+  one that landed while the host took it (counted in the host's instances,
+  its claim not yet taken) is still taken from the new report
+  (:meth:`HostView.follow`). (An instance placed but not yet claimed on
+  its host when a refresh was taken as another left is missing from
+  it: the race for the last CLOSID described in
+  :mod:`nova_plugin.scheduler.filters`.) (A plain instance that lands
+  right after an RDT request passed a host makes the estimate
+  pessimistic until the next report.)
 """
 
 import dataclasses
@@ -206,7 +210,7 @@ class HostView(object):
     """The decoded RDT state of one HostState."""
 
     __slots__ = ('stats', 'raw', 'report', 'rdt', 'caps_id', 'verdicts',
-                 'seen', 'pending')
+                 'seen', 'pending', 'pending_uuid')
 
     def __init__(self, stats, raw, report=None):
         self.stats = stats
@@ -221,9 +225,36 @@ class HostView(object):
         # keeps its plan alive so the id cannot be reused meanwhile.
         self.verdicts = {}
         # HostState.num_instances when last looked at, and the plan of the
-        # last RDT request this host passed then (None if it refused it).
+        # last RDT request this host passed then (None if it refused it)
+        # with its instance's UUID.
         self.seen = None
         self.pending = None
+        self.pending_uuid = None
+
+    def follow(self, old):
+        """Take over what ``old``, the previous report's view, waited for.
+
+        A periodic report names the instances whose claims it counts
+        (``HostRDT.claimed``). The host takes it in two steps: the claims
+        first, the instance count (``num_instances``) later. An instance
+        that the last RDT request passed here may land between them:
+        counted in ``num_instances``, not in the capacity. When the new
+        report does not name that instance, :func:`verdict` still takes
+        its plan once the count shows it landed. A report that names it,
+        one taken when an instance left (no names: the count it goes with
+        may still hold the instance that left) and a report of an older
+        rdt-virt start afresh, as before.
+        """
+        claimed = self.rdt.claimed if self.rdt is not None else None
+        if (claimed is not None and old.pending is not None and
+                old.pending_uuid not in claimed):
+            self.seen, self.pending = old.seen, old.pending
+            self.pending_uuid = old.pending_uuid
+
+    def counts(self, uuid):
+        """True if this view's report counts the claim of ``uuid``."""
+        claimed = self.rdt.claimed
+        return claimed is not None and uuid is not None and uuid in claimed
 
     def consume(self, plan):
         """Take ``plan`` from the capacity until the next report.
@@ -311,7 +342,9 @@ def host_view(host_state):
         view.stats = stats
         setattr(host_state, HOST_ATTR, view)
         return view
-    view = HostView(stats, raw, report)
+    old, view = view, HostView(stats, raw, report)
+    if old is not None:
+        view.follow(old)
     setattr(host_state, HOST_ATTR, view)
     if len(_views) >= _MAX_HOSTS:
         _views.clear()
@@ -344,8 +377,10 @@ def verdict(host_state, request):
             # Fewer instances than counted: the scheduler's placements were
             # undone (a request that failed) or instances left.
             view.reset()
-        elif view.pending is not None and view.seen is not None:
-            # An instance landed here since the last RDT request passed.
+        elif (view.pending is not None and view.seen is not None and
+                not view.counts(view.pending_uuid)):
+            # An instance landed here since the last RDT request passed,
+            # and the report does not count it yet.
             view.consume(view.pending)
         view.seen = count
     found = None
@@ -356,8 +391,20 @@ def verdict(host_state, request):
             found = None
     if found is None:
         found = view.verdict(request)
-    view.pending = found.plan if found.reason is None else None
+    if found.reason is None:
+        view.pending = found.plan
+        view.pending_uuid = _instance_uuid(request.spec)
+    else:
+        view.pending = None
     return found
+
+
+def _instance_uuid(spec_obj):
+    # Set per instance by the scheduler, also in a multi-create request.
+    try:
+        return spec_obj.instance_uuid
+    except Exception:
+        return None
 
 
 def headroom(rdt, plan):

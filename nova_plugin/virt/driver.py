@@ -230,17 +230,20 @@ class RDTLibvirtDriver(libvirt_driver.LibvirtDriver):
                 self._rdt_reconcile()
             state = self._rdt_state(refresh=True)
             capacity = self._rdt_available(state)
+            held = self._rdt_claims.current()
             # Every instance held here, stopped ones too: they come back
             # with their class.
-            priorities = [c.plan.priority
-                          for c in self._rdt_claims.current()]
+            priorities = [c.plan.priority for c in held]
         mb = state.caps.mb
         return hoststats.HostRDT(
             caps=state.caps, capacity=capacity,
             strategy=self._rdt_strategy, monitoring=self._rdt_monitoring,
             mbw=host_mod.agent_bandwidth(self._rdt_state_file),
             classes=hoststats.count_classes(
-                priorities, mb.domain_ids if mb else ()))
+                priorities, mb.domain_ids if mb else ()),
+            # Named in the periodic report only (see
+            # nova_plugin.scheduler.state.HostView.follow).
+            claimed=frozenset(c.uuid for c in held) if reconcile else None)
 
     def _rdt_reconcile(self):
         """Drop the claims of instances that left without cleanup().

@@ -58,6 +58,11 @@ class HostRDT:
     # {memory bandwidth domain id: (high instances, low instances)}.
     classes: typing.Mapping[int, typing.Tuple[int, int]] = \
         dataclasses.field(default_factory=dict)
+    # UUIDs of the instances whose claims ``capacity`` counts, in a
+    # periodic report; None in a report taken as an instance left, and
+    # from an older rdt-virt: the scheduler tells by them whether a
+    # periodic report counts a boot it placed.
+    claimed: typing.Optional[typing.FrozenSet[str]] = None
 
     @property
     def most_high(self):
@@ -148,6 +153,9 @@ def encode(host):
         'mbw': host.mbw,
         'classes': {str(d): list(c) for d, c in host.classes.items()},
     }
+    if host.claimed is not None:
+        # Older decoders ignore the key.
+        doc['claimed'] = sorted(host.claimed)
     return {KEY: json.dumps(doc, separators=(',', ':'), sort_keys=True)}
 
 
@@ -210,6 +218,8 @@ def decode(stats):
             capacity=cap, strategy=doc['strategy'],
             monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'),
             classes={int(d): (int(c[0]), int(c[1]))
-                     for d, c in (doc.get('classes') or {}).items()})
+                     for d, c in (doc.get('classes') or {}).items()},
+            claimed=(frozenset(doc['claimed']) if 'claimed' in doc
+                     else None))
     except (ValueError, KeyError, TypeError):
         return None

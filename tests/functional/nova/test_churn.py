@@ -43,6 +43,27 @@ class ChurnTest(base.RDTServersTestBase):
         server = self.boot(self.mem_bw, expected_state='ERROR')
         self.assertIn('no free CLOSID', server['fault']['message'])
 
+    def test_a_report_taken_while_a_boot_claims_counts_it_once(self):
+        # The periodic report runs between the resource tracker's claim of
+        # the second server (it counts in the host's instances) and the
+        # driver's (its CLOSID is not in the report's capacity): the
+        # scheduler must still count that CLOSID as taken.
+        driver = self.driver('mba')
+        claim = driver._rdt_claim
+        calls = []
+
+        def report_first(instance, *args, **kwargs):
+            calls.append(instance.uuid)
+            if len(calls) == 2:
+                self._run_periodics()
+            return claim(instance, *args, **kwargs)
+        driver._rdt_claim = report_first
+        self.fill()
+        self.assertEqual(3, len(calls))
+        server = self.boot(self.mem_bw, expected_state='ERROR')
+        self.assertIn('no free CLOSID', server['fault']['message'])
+        self.assertEqual(3, len(calls), 'the fourth boot reached the host')
+
     def test_deleted_closids_are_free_at_once(self):
         servers = self.fill()
         self._run_periodics()

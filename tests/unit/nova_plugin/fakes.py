@@ -48,15 +48,18 @@ def fresh_capacity(caps, free_ways=0x7f0, closids=None, rmids=None,
 
 
 def stats(caps=REFERENCE, strategy='per-instance', monitoring=True,
-          mbw=None, classes=None, **capacity_kw):
+          mbw=None, classes=None, claimed=None, **capacity_kw):
     """Compute node stats as the driver reports them (all strings).
 
     :param classes: ``{domain id: (high, low)}`` instances of each class.
+    :param claimed: the UUIDs a periodic report names (None: a report
+        taken as an instance left, or an older rdt-virt's).
     """
     rdt = hoststats.HostRDT(caps=caps,
                             capacity=fresh_capacity(caps, **capacity_kw),
                             strategy=strategy, monitoring=monitoring,
-                            mbw=mbw, classes=classes or {})
+                            mbw=mbw, classes=classes or {},
+                            claimed=claimed)
     result = {'num_instances': '3', 'failed_builds': '0'}
     result.update(hoststats.encode(rdt))
     return result

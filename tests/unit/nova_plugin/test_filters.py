@@ -275,6 +275,45 @@ class TestRDTFilter(base.TestCase):
         self.assertEqual([a], self.filt.filter_all(
             [a, b], fakes.request_spec({'hw:mem_bw': '20'})))
 
+    FIRST = '11111111-1111-4111-8111-111111111111'
+
+    def _report_while_landing(self, **report):
+        """A boot passes host a, lands, and a reports ``report`` then.
+
+        Returns a and the verdict of the next two requests.
+        """
+        a = fakes.host_state('a', fakes.stats(closids=2))
+        spec = fakes.request_spec({'hw:mem_bw': '10'})
+        spec.instance_uuid = self.FIRST
+        self.assertEqual([a], self.filt.filter_all([a], spec))
+        placed(a)
+        # A new report, even where its content equals the last one's.
+        a.stats = dict(fakes.stats(**report), **{hoststats.REPORT_KEY: '2'})
+        second = self.filt.host_passes(a, fakes.request_spec(
+            {'hw:mem_bw': '10'}))
+        placed(a)
+        third = self.filt.host_passes(a, fakes.request_spec(
+            {'hw:mem_bw': '10'}))
+        return second, third
+
+    def test_periodic_report_without_the_landed_claim(self):
+        # The periodic report took the claims before the instance's (its
+        # capacity still shows 2 free) and counted the instance after it
+        # landed: its CLOSID is taken from the new report too.
+        self.assertEqual((True, False), self._report_while_landing(
+            closids=2, claimed=frozenset()))
+
+    def test_periodic_report_with_the_landed_claim(self):
+        # The report counts the instance's claim: not taken twice.
+        self.assertEqual((True, False), self._report_while_landing(
+            closids=1, claimed=frozenset([self.FIRST])))
+
+    def test_report_without_names_starts_afresh(self):
+        # A report taken as an instance left, or an older rdt-virt's:
+        # counted as holding every instance, as before.
+        self.assertEqual((True, True), self._report_while_landing(
+            closids=2))
+
     def test_plain_instances_consume_nothing_when_no_rdt_passed(self):
         a = fakes.host_state('a', fakes.stats(closids=1))
         plain = fakes.request_spec({})

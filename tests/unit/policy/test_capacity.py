@@ -178,6 +178,29 @@ class TestHostStats(base.TestCase):
         self.assertEqual({}, back.classes)
         self.assertEqual(0, back.most_high)
 
+    def test_claimed_instances_round_trip(self):
+        cap = capacity.from_state(hosts.REFERENCE, {None: {}}, 0, PREFIX)
+        uuids = frozenset(['b-uuid', 'a-uuid'])
+        stats = hoststats.encode(hoststats.HostRDT(
+            hosts.REFERENCE, cap, 'shared', True, claimed=uuids))
+        self.assertEqual(['a-uuid', 'b-uuid'],
+                         json.loads(stats[hoststats.KEY])['claimed'])
+        self.assertEqual(uuids, hoststats.decode(stats).claimed)
+        # None stays unnamed, and an empty set is not None.
+        for claimed in (None, frozenset()):
+            back = hoststats.decode(hoststats.encode(hoststats.HostRDT(
+                hosts.REFERENCE, cap, 'shared', True, claimed=claimed)))
+            self.assertEqual(claimed, back.claimed)
+
+    def test_stats_without_claimed_names_none(self):
+        # Stats of a driver from before the names, and of a report taken
+        # as an instance left.
+        cap = capacity.from_state(hosts.REFERENCE, {None: {}}, 0, PREFIX)
+        stats = hoststats.encode(hoststats.HostRDT(
+            hosts.REFERENCE, cap, 'shared', True))
+        self.assertNotIn('claimed', json.loads(stats[hoststats.KEY]))
+        self.assertIsNone(hoststats.decode(stats).claimed)
+
     def test_count_classes(self):
         self.assertEqual({}, hoststats.count_classes(
             ['normal', 'normal'], (0, 1)))
