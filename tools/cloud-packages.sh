@@ -1,8 +1,8 @@
 #!/bin/bash
 # Install the system packages of bindep's "cloud" profile (MariaDB,
-# RabbitMQ, PostgreSQL, qemu-utils, Prometheus) without starting Debian's
-# own MariaDB, RabbitMQ or Prometheus: the test cloud runs its own, on
-# loopback. Sourced after
+# RabbitMQ, PostgreSQL, qemu-utils, Prometheus, OpenSSH) without starting
+# Debian's own MariaDB, RabbitMQ, Prometheus or sshd: the test cloud runs
+# its own, on loopback. Sourced after
 # tools/bootstrap.sh by run-cloud.sh and run-tests.sh.
 
 cloud_missing=$(.tox/bootstrap/bin/bindep -b cloud || true)
@@ -24,5 +24,9 @@ if [ -n "$cloud_missing" ]; then
     if grep -qx prometheus <<<"$cloud_missing" &&
             command -v systemctl >/dev/null; then
         systemctl disable --quiet prometheus.service || true
+    fi
+    if grep -qx openssh-server <<<"$cloud_missing" &&
+            command -v systemctl >/dev/null; then
+        systemctl disable --quiet ssh.service || true
     fi
 fi

@@ -49,6 +49,7 @@ from rdt_virt.cloud import mariadb
 from rdt_virt.cloud import process
 from rdt_virt.cloud import prometheus
 from rdt_virt.cloud import services
+from rdt_virt.cloud import ssh
 from rdt_virt.cloud import watcher
 
 DEFAULT_DIR = '/var/lib/rdt-virt/cloud'
@@ -427,6 +428,7 @@ class Cloud(object):
         uri = 'qemu:///system?socket=%s' % os.path.join(
             sandbox, 'private', 'run', 'libvirt', 'libvirt-sock')
         ini.iniset(ceilo, 'DEFAULT', 'libvirt_uri', uri)
+        self.start_sshd(host)
         tool = self.layout.tool('nova-compute')
         self.daemons.start('%s-nova-compute' % host, self.in_sandbox(host, [
             tool, '--config-file', nova_cpu]), env=self.env(),
@@ -458,17 +460,55 @@ class Cloud(object):
         on the ``instances_path`` that both hosts' nova-compute use: two
         hosts with local disks at the same path, as Nova expects of a
         block migration (its destination domain keeps the source's disk
-        paths). QEMU runs in the same namespace.
+        paths). QEMU runs in the same namespace, and so does the host's
+        sshd (:meth:`start_sshd`), through which the other host's
+        nova-compute writes there; nova-compute's ``~/.ssh`` there is the
+        cloud's (:mod:`.ssh`).
         """
         from rdt_virt.sandbox import launcher
         pid = launcher.Sandbox(self.host_dir(host, 'sandbox')).pid
         if not pid:
             raise CloudError('the sandbox of %s is not running' % host)
         enter = ['nsenter', '--target', str(pid), '--mount']
-        process.run(enter + ['mount', '--bind', services.instances_dir(
-            self.layout, host), self.layout.path('state', 'instances')],
-            env=self.env(), log=self.daemons.log_file('mounts'))
+        dot_ssh = os.path.join(ssh.home(), '.ssh')
+        # The mount point only: an existing ~/.ssh keeps its files, hidden
+        # in this namespace alone.
+        os.makedirs(dot_ssh, mode=0o700, exist_ok=True)
+        mounted = _mount_points(pid)
+        for src, target in ((services.instances_dir(self.layout, host),
+                             self.layout.path('state', 'instances')),
+                            (self.ssh_keys.client_dir, dot_ssh)):
+            if target not in mounted:
+                process.run(enter + ['mount', '--bind', src, target],
+                            env=self.env(),
+                            log=self.daemons.log_file('mounts'))
         return enter + argv
+
+    @property
+    def ssh_keys(self):
+        return ssh.Keys(self.layout.path('state', 'ssh'))
+
+    def start_sshd(self, host):
+        """``host``'s sshd, on its own address, for Nova's remote copies.
+
+        In the host's sandbox mount namespace, so that what the other
+        host's nova-compute writes over SSH lands in this host's instance
+        directory (see :mod:`.ssh`).
+        """
+        keys = self.ssh_keys
+        hosts = {h: (services.ADDRESSES[h], self.layout.ports['ssh_%s' % h])
+                 for h, _ in services.COMPUTES}
+        keys.create(hosts)
+        keys.write(hosts)
+        # sshd's privilege separation directory, which Debian's service
+        # would make at its start.
+        os.makedirs('/run/sshd', mode=0o755, exist_ok=True)
+        address, port = hosts[host]
+        name = '%s-sshd' % host
+        self.daemons.start(name, self.in_sandbox(host, [
+            ssh.SSHD, '-D', '-e', '-f', keys.sshd_config(host)]),
+            env=self.env(), marker=keys.sshd_config(host))
+        self.daemons.wait_port(name, port, timeout=30, host=address)
 
     def stop_sandboxes(self):
         from rdt_virt.sandbox import launcher
@@ -537,3 +577,9 @@ class Cloud(object):
             for key, value in sorted(self.openrc().items()):
                 f.write('export %s=%s\n' % (key, value))
             f.write('export PATH=%s:$PATH\n' % self.layout.bin)
+
+
+def _mount_points(pid):
+    """The mount points of process ``pid``'s mount namespace."""
+    with open('/proc/%d/mountinfo' % pid) as f:
+        return {line.split()[4] for line in f}

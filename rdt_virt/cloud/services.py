@@ -42,7 +42,7 @@ PORTS = ('db', 'rabbit', 'rabbit_dist', 'epmd', 'keystone', 'glance',
          'placement', 'neutron', 'nova', 'gnocchi', 'watcher', 'prometheus',
          'aetos') + tuple(
     '%s_%s' % (kind, host) for host, _ in COMPUTES
-    for kind in ('agent_prom', 'ceilometer_prom'))
+    for kind in ('agent_prom', 'ceilometer_prom', 'ssh'))
 
 
 class Layout(object):
