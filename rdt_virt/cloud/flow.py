@@ -29,6 +29,8 @@ import time
 import urllib.request
 
 from rdt_virt.agent import state as state_mod
+from rdt_virt.cloud import flow_churn
+from rdt_virt.cloud import flow_moves
 from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import flow_watcher
 from rdt_virt.cloud import services
@@ -87,6 +89,8 @@ class Flow(object):
         self.env = cloud.env(**cloud.openrc())
         self.work = cloud.layout.path('flow')
         os.makedirs(self.work, exist_ok=True)
+        # (step title, seconds) of the steps run, for the summary.
+        self.times = []
 
     # Commands ------------------------------------------------------------
 
@@ -162,6 +166,10 @@ class Flow(object):
         self.step('Measures of the live-migrated server',
                   self.live_migration_measures)
         self.step('Delete all: back to zero', self.delete_all)
+        self.step('Cold migration and resize to the other host',
+                  self.cold_migration_and_resize)
+        self.step('Boots and deletes in quick succession',
+                  self.boots_and_deletes)
         self.step('Priority classes: a high server and %d low ones' % LOW,
                   self.priority_boot)
         self.step('The controller throttles the low servers',
@@ -174,12 +182,23 @@ class Flow(object):
                   self.priority_released)
         self.step('The alert fires, and resolves with the agent back',
                   self.alert_resolved)
+        self.summary()
 
     def step(self, title, fn):
         self.out('\n== %s ==' % title)
         t = time.monotonic()
         fn()
-        self.out('   (%.0f s)' % (time.monotonic() - t))
+        self.times.append((title, time.monotonic() - t))
+        self.out('   (%.0f s)' % self.times[-1][1])
+
+    def summary(self):
+        """Where the flow's time went: each step's seconds, and the total."""
+        width = max(len(title) for title, _ in self.times)
+        self.out('\n== Time per step ==')
+        for title, seconds in self.times:
+            self.out('  %-*s %5.0f s' % (width, title, seconds))
+        self.out('  %-*s %5.0f s' % (width, 'flow', sum(
+            seconds for _, seconds in self.times)))
 
     def flavors_and_images(self):
         # Each flavor asks Placement for the CLOSID its instance's group
@@ -191,12 +210,17 @@ class Flow(object):
                     1, *properties(advised(specs)), name)
         # burn: the noisy guests' memory traffic; work: a guest that prints
         # a dot per 256 KiB it writes to its console; idle: for rebuilds.
+        # The guests are boot sectors that ignore ACPI's power button:
+        # os_shutdown_timeout=0 makes Nova power them off at once where it
+        # would wait for a clean shutdown (resize, migration, rebuild), 60
+        # s each with [DEFAULT] shutdown_timeout, as for any such image.
         for program in ('burn', 'work', 'idle'):
             path = guest.write_image(os.path.join(self.work, program +
                                                   '.img'), program)
             name = 'rdt-' + program
             self.os('image', 'create', '--disk-format', 'raw',
                     '--container-format', 'bare', '--public', '--file', path,
+                    '--property', 'os_shutdown_timeout=0',
                     name, '-c', 'name', '-c', 'status', '-c', 'size')
             image = self.os('image', 'show', name, parse=True, show=False)
             self.expect(image['status'] == 'active' and
@@ -703,8 +727,9 @@ class Flow(object):
 
     def refused_live_migration(self):
         # compute2 has no MBA: the noisy servers' bandwidth limit cannot be
-        # held there. The scheduler's RDTFilter refuses the requested host
-        # (Nova's reason names no filter for a move).
+        # held there. Their flavor requires CUSTOM_RDT_MBA, so Placement
+        # offers no candidate there and Nova refuses with its own words
+        # (RDTFilter's reason: flow_churn.refused_live_migration).
         before = self._usages()
         # The API answers the request itself: the conductor's pre-checks
         # (the scheduler, with RDTFilter) run before it returns.
@@ -801,6 +826,12 @@ class Flow(object):
             left = [d for d in os.listdir(root)
                     if d.startswith(('qemu-', 'rdtvirt-'))]
             self.expect(not left, 'no instance group left on %s' % host)
+
+    def cold_migration_and_resize(self):
+        flow_moves.cold_migration_and_resize(self)
+
+    def boots_and_deletes(self):
+        flow_churn.boots_and_deletes(self)
 
     # Priority classes and the controller ---------------------------------
 

@@ -30,6 +30,7 @@ from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import prometheus
 from rdt_virt import exception
 from rdt_virt.sandbox import guest
+from watcher_plugin import meters
 from watcher_plugin import promql
 
 STRATEGY = 'rdt_noisy_neighbor'
@@ -78,7 +79,12 @@ def services(flow):
     flow.expect({STRATEGY, 'noisy_neighbor'} <= names,
                 'the %s goal has the upstream strategy and %s' % (
                     GOAL, STRATEGY))
-    flow.table('optimize', 'strategy', 'state', STRATEGY)
+    state = flow.table('optimize', 'strategy', 'state', STRATEGY)
+    # The meters the strategy reads, not the upstream one's cpu_l3_cache.
+    flow.expect(all(m in state for m in meters.METERS) and
+                'cpu_l3_cache' not in state,
+                '"strategy state" lists the meters %s reads: %s' % (
+                    STRATEGY, ', '.join(meters.METERS)))
 
 
 def _rate(flow, name):
