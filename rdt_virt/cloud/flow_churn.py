@@ -27,6 +27,8 @@ migration's event.
 """
 
 import json
+import os
+import time
 
 from rdt_virt.cloud import flow_moves
 
@@ -76,10 +78,41 @@ def refused_live_migration(flow, name):
     flow.wait(name + ' ACTIVE', lambda: flow._settled(name))
 
 
+def free_in_resctrl(flow, host):
+    """Free CLOSIDs of ``host`` as its resctrl shows them.
+
+    The smallest ``num_closids`` of its resources, less the default group
+    and every other control group.
+    """
+    root = flow.cloud.host_dir(host, 'sandbox', 'resctrl')
+    counts = []
+    for resource in os.listdir(os.path.join(root, 'info')):
+        path = os.path.join(root, 'info', resource, 'num_closids')
+        if os.path.exists(path):
+            with open(path) as f:
+                counts.append(int(f.read()))
+    groups = [name for name in os.listdir(root)
+              if name not in ('info', 'mon_groups', 'mon_data') and
+              os.path.isdir(os.path.join(root, name))]
+    return min(counts) - 1 - len(groups)
+
+
 def boots_and_deletes(flow):
     flow.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
             '--property', 'hw:mem_bw=10', FLAVOR)
-    free = flow_moves.rdt_stat(flow, HOST).capacity.free_closids
+    # What the host has, and the report the scheduler starts from: a
+    # report sent before the last move's end may still count its claim
+    # until the next one.
+    free = free_in_resctrl(flow, HOST)
+    first = flow_moves.rdt_stat(flow, HOST).capacity.free_closids
+    started = time.monotonic()
+    flow.wait('%s to report its %d free CLOSIDs' % (HOST, free),
+              lambda: flow_moves.rdt_stat(
+                  flow, HOST).capacity.free_closids == free,
+              timeout=120, interval=5)
+    flow.expect(True, '%s has %d free CLOSIDs and reports them (%d when '
+                'first read, %.0f s before)' % (
+                    HOST, free, first, time.monotonic() - started))
     names = ['churn-%d' % i for i in range(1, free + 1)]
     for name in names:
         server = _boot(flow, name)
