@@ -166,10 +166,10 @@ class Flow(object):
         self.step('Measures of the live-migrated server',
                   self.live_migration_measures)
         self.step('Delete all: back to zero', self.delete_all)
-        self.step('Cold migration and resize to the other host',
-                  self.cold_migration_and_resize)
         self.step('Boots and deletes in quick succession',
                   self.boots_and_deletes)
+        self.step('Cold migration and resize to the other host',
+                  self.cold_migration_and_resize)
         self.step('Priority classes: a high server and %d low ones' % LOW,
                   self.priority_boot)
         self.step('The controller throttles the low servers',

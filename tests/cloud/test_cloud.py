@@ -29,12 +29,12 @@ series and Gnocchi measures checked on both hosts and one the scheduler
 refuses, Watcher's services with rdt-virt's strategy and audits on
 Gnocchi and through Aetos whose plans agree and whose action plan moves a
 noisy low-priority server off the protected one's host, and usages,
-groups and exported series back to zero after the deletion, a cold
-migration with confirm and a resize with revert to the other host (disks
-copied over SSH) with groups, allocations and the RDT stat checked on
-both hosts, servers of a flavor without Placement keys booted one at a
-time until RDTFilter refuses one with its reason and booted again right
-after their deletion; then a high-priority server and low-priority ones, which
+groups and exported series back to zero after the deletion, servers of
+a flavor without Placement keys booted one at a time until RDTFilter
+refuses one with its reason and booted again right after their deletion,
+a cold migration with confirm and a resize with revert to the other host
+(disks copied over SSH) with groups, allocations and the RDT stat checked
+on both hosts; then a high-priority server and low-priority ones, which
 the agent's controller throttles to the floor, where Watcher's audit
 moves one of them to the host without MBA, an agent stopped whose alert
 fires and resolves once it is back, and the controller releasing the low
@@ -103,11 +103,11 @@ class TestCloud(base.CloudTestCase):
     def test_7_delete_all(self):
         self.run_step(self.flow.delete_all)
 
-    def test_7b_cold_migration_and_resize_to_the_other_host(self):
-        self.run_step(self.flow.cold_migration_and_resize)
-
-    def test_7c_boots_and_deletes_in_quick_succession(self):
+    def test_7b_boots_and_deletes_in_quick_succession(self):
         self.run_step(self.flow.boots_and_deletes)
+
+    def test_7c_cold_migration_and_resize_to_the_other_host(self):
+        self.run_step(self.flow.cold_migration_and_resize)
 
     def test_8a_priority_classes_boot(self):
         self.run_step(self.flow.priority_boot)
