@@ -100,9 +100,9 @@ def free_in_resctrl(flow, host):
 def boots_and_deletes(flow):
     flow.os('flavor', 'create', '--vcpus', 1, '--ram', 64, '--disk', 1,
             '--property', 'hw:mem_bw=10', FLAVOR)
-    # What the host has, and the report the scheduler starts from: a
-    # report sent before the last move's end may still count its claim
-    # until the next one.
+    # What the host has, and the report the scheduler starts from: one
+    # sent as a server left may still count what it held until the next
+    # periodic report (admin/capacity).
     free = free_in_resctrl(flow, HOST)
     first = flow_moves.rdt_stat(flow, HOST).capacity.free_closids
     started = time.monotonic()
