@@ -94,7 +94,7 @@ class RequestView(object):
     """The RDT policy of one RequestSpec, parsed once."""
 
     __slots__ = ('spec', 'flavor', 'policy', 'error', 'placement', 'fits',
-                 'noted')
+                 'noted', 'uuid')
 
     def __init__(self, spec, flavor, policy, error, in_placement=False):
         self.spec = spec
@@ -114,6 +114,9 @@ class RequestView(object):
         # True once the filter logged what Placement will refuse of this
         # multi-create request (once per request, not per instance).
         self.noted = False
+        # The instance being scheduled: set by request_view() for each
+        # instance of a multi-create request, which shares one RequestSpec.
+        self.uuid = None
 
     @property
     def active(self):
@@ -143,6 +146,7 @@ def request_view(spec_obj):
     view = getattr(_local, 'request', None)
     if (view is not None and view.spec is spec_obj and
             view.flavor is flavor):
+        view.uuid = _instance_uuid(spec_obj)
         return view
     specs = getattr(flavor, 'extra_specs', None) or {}
     policy, error, in_placement = None, None, False
@@ -160,6 +164,7 @@ def request_view(spec_obj):
         LOG.warning('Flavor %(flavor)s cannot be scheduled: %(error)s',
                     {'flavor': getattr(flavor, 'name', '?'), 'error': error})
     view = RequestView(spec_obj, flavor, policy, error, in_placement)
+    view.uuid = _instance_uuid(spec_obj)
     _local.request = view
     return view
 
@@ -393,7 +398,7 @@ def verdict(host_state, request):
         found = view.verdict(request)
     if found.reason is None:
         view.pending = found.plan
-        view.pending_uuid = _instance_uuid(request.spec)
+        view.pending_uuid = request.uuid
     else:
         view.pending = None
     return found
