@@ -405,11 +405,7 @@ class Flow(object):
             self.expect(all(policies.get(s['ID'], {}).get('cache_l3', 0) >=
                             2048 for s in cached),
                         '%s: the cache held is at least the request' % host)
-            groups = {}
-            for name in os.listdir(root):
-                if name.startswith('qemu-'):
-                    with open(os.path.join(root, name, 'tasks')) as f:
-                        groups[name] = len(f.read().split())
+            groups = flow_moves.groups(self, host)
             self.expect(len(groups) == len(here) and
                         all(n >= 1 for n in groups.values()),
                         '%s: %d servers, %d groups, each with its vCPU '
@@ -638,8 +634,7 @@ class Flow(object):
         # Placement: the allocation moved with it.
         allocations = self.os('resource', 'provider', 'allocation', 'show',
                               uuid, parse=True)
-        providers = {rp['uuid']: rp['name'] for rp in self.os(
-            'resource', 'provider', 'list', parse=True, show=False)}
+        providers = flow_moves.providers(self)
         self.expect([providers.get(a['resource_provider'])
                      for a in allocations] == ['compute1'] and
                     allocations[0]['resources'].get('CUSTOM_RDT_CLOSID') == 1,

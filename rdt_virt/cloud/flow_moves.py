@@ -62,7 +62,8 @@ def groups(flow, host):
     return found
 
 
-def _providers(flow):
+def providers(flow):
+    """{resource provider UUID: name}."""
     return {rp['uuid']: rp['name'] for rp in flow.os(
         'resource', 'provider', 'list', parse=True, show=False)}
 
@@ -130,7 +131,7 @@ def cold_migration_and_resize(flow):
     uuid = server['id']
     flow.expect(server['OS-EXT-SRV-ATTR:host'] == 'compute2',
                 '%s is ACTIVE on compute2' % SERVER)
-    names = _providers(flow)
+    names = providers(flow)
     check(flow, names, uuid, 'compute2')
 
     # Cold migration to a named host, then confirm.
