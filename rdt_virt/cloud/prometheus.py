@@ -20,7 +20,9 @@ polling agent's exporter (job ``ceilometer``) every
 :data:`SCRAPE_INTERVAL`; each target carries the label ``fqdn``, the
 host's name in Nova, by which Watcher's Prometheus and Aetos datasources
 match hosts. The rule files ``etc/prometheus/*.yml`` of the source tree
-are loaded, whatever they are.
+are loaded, whatever they are, as copies in the cloud's
+``etc/prometheus/rules`` that differ only in the holds (``for``) of
+:data:`HOLDS`: the flow waits for those alerts to fire.
 
 Aetos, when installed (its first release is 2025.2's), runs in front of it
 as its DevStack plugin (``devstack/plugin.sh`` of openstack/aetos) sets it
@@ -63,6 +65,10 @@ PROJECT_LABEL = 'project'
 JOBS = (('rdt-virt-agent', 'agent_prom'), ('ceilometer', 'ceilometer_prom'))
 RULES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'etc', 'prometheus', '*.yml')
+# The test cloud's hold (seconds) of each alert whose firing the flow
+# waits for: the rule files' own, production's, would make it wait minutes
+# for nothing more (promtool's tests check those holds).
+HOLDS = {'RdtVirtAgentDown': 60}
 # (user, service name, type, port key, path), as in cloud.CATALOG.
 CATALOG_ENTRY = ('aetos', 'aetos', 'metric-storage', 'aetos', '')
 
@@ -112,14 +118,56 @@ def render(conf):
     return yaml.safe_dump(conf, default_flow_style=False, sort_keys=False)
 
 
-def write_config(layout, rules=RULES):
-    """etc/prometheus/prometheus.yml; returns its path."""
+def with_holds(doc, holds=HOLDS):
+    """Hold the alerts of ``holds`` that many seconds in a rule file's doc.
+
+    Returns the ``(alert, hold, rule file's hold)`` changed.
+    """
+    changed = []
+    for group in doc.get('groups') or ():
+        for rule in group.get('rules') or ():
+            name = rule.get('alert')
+            if name in holds:
+                hold = '%ds' % holds[name]
+                changed.append((name, hold, rule.get('for')))
+                rule['for'] = hold
+    return changed
+
+
+def write_rules(layout, pattern=RULES, holds=HOLDS):
+    """The cloud's copies of the rule files; returns {copy: changes}."""
+    directory = layout.etc('prometheus', 'rules')
+    os.makedirs(directory, exist_ok=True)
+    written = {}
+    for source in rule_files(pattern):
+        with open(source) as f:
+            doc = yaml.safe_load(f)
+        changed = with_holds(doc, holds)
+        path = os.path.join(directory, os.path.basename(source))
+        with open(path, 'w') as f:
+            f.write('# %s, the test cloud\'s holds: %s.\n' % (
+                source, ', '.join('%s for %s (not %s)' % c for c in changed)
+                or 'none changed'))
+            yaml.safe_dump(doc, f, default_flow_style=False, sort_keys=False)
+        written[path] = changed
+    return written
+
+
+def loaded_rules(layout):
+    """The rule files the cloud's Prometheus loads (:func:`write_rules`)."""
+    return rule_files(layout.etc('prometheus', 'rules', '*.yml'))
+
+
+def write_config(layout):
+    """etc/prometheus/prometheus.yml and its rules; returns its path."""
     path = layout.etc('prometheus', 'prometheus.yml')
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_rules(layout)
     with open(path, 'w') as f:
         f.write('# The test cloud\'s Prometheus (rdt_virt.cloud.prometheus)'
                 '.\n')
-        f.write(render(config(targets(layout), [rules])))
+        f.write(render(config(targets(layout), [
+            layout.etc('prometheus', 'rules', '*.yml')])))
     return path
 
 
