@@ -53,6 +53,9 @@ from rdt_virt.cloud import ssh
 from rdt_virt.cloud import watcher
 
 DEFAULT_DIR = '/var/lib/rdt-virt/cloud'
+#: The agents' ``[rdt_agent] controller_release_dwell`` (seconds): the test
+#: cloud's, where production keeps the default (three sampling periods).
+RELEASE_DWELL = 10
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 DATABASES = ('keystone', 'placement', 'glance', 'neutron', 'nova_api',
              'nova_cell0', 'nova_cell1', 'gnocchi', 'watcher')
@@ -420,9 +423,13 @@ class Cloud(object):
         self.devstack_plugin(host, enabled, phases=(
             ('stack', 'install'), ('stack', 'post-config')), **plugin)
         # Two agents on one machine: each its own Prometheus port.
-        ini.iniset(self.host_dir(host, 'etc', 'rdt-virt.conf'), 'rdt_agent',
-                   'prometheus_port',
+        agent_conf = self.host_dir(host, 'etc', 'rdt-virt.conf')
+        ini.iniset(agent_conf, 'rdt_agent', 'prometheus_port',
                    str(self.layout.ports['agent_prom_%s' % host]))
+        # The flow waits for a release from the floor: one step per
+        # sampling period (10 s) rather than the default three.
+        ini.iniset(agent_conf, 'rdt_agent', 'controller_release_dwell',
+                   str(RELEASE_DWELL))
         self.devstack_plugin(host, enabled, phases=(('stack', 'extra'),),
                              **plugin)
         uri = 'qemu:///system?socket=%s' % os.path.join(

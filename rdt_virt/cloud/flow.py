@@ -29,10 +29,12 @@ import time
 import urllib.request
 
 from rdt_virt.agent import state as state_mod
+from rdt_virt.cloud import cloud as cloud_mod
 from rdt_virt.cloud import flow_churn
 from rdt_virt.cloud import flow_moves
 from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import flow_watcher
+from rdt_virt.cloud import osc
 from rdt_virt.cloud import services
 from rdt_virt.policy import extra_specs as es
 from rdt_virt.policy import placement
@@ -40,6 +42,10 @@ from rdt_virt.sandbox import guest
 from watcher_plugin import promql
 
 NOISY = 7
+#: A wait this long (seconds) or longer is shown and summed up: where the
+#: flow's time goes.
+WAIT_SHOWN = 10
+WAITS_LISTED = 10
 #: Low-priority noisy servers beside the high one (phase "controller").
 LOW = 3
 #: Priority flavors: no static cap, no CLOSID of their own (a low server's
@@ -89,13 +95,22 @@ class Flow(object):
         self.env = cloud.env(**cloud.openrc())
         self.work = cloud.layout.path('flow')
         os.makedirs(self.work, exist_ok=True)
-        # (step title, seconds) of the steps run, for the summary.
+        # (step title, seconds, commands, their seconds) of the steps run,
+        # and (what, seconds) of the waits of WAIT_SHOWN seconds or more,
+        # for the summary.
         self.times = []
+        self.waits = []
+        # Seconds of each command run (shown or not).
+        self.commands = []
 
     # Commands ------------------------------------------------------------
 
     def sh(self, *argv, check=True, show=True, parse=False, env=None):
         """Run a command as typed; print it and its output.
+
+        A command not shown that is this environment's ``openstack``, run
+        with the admin's credentials, runs in this process
+        (:mod:`rdt_virt.cloud.osc`).
 
         :param env: the environment instead of the admin's (another user's
             credentials).
@@ -105,20 +120,27 @@ class Flow(object):
             argv += ['-f', 'json']
         if show:
             self.out('$ ' + ' '.join(shlex.quote(a) for a in argv))
-        # No terminal on stdin: openstackclient's ``image create`` would
-        # upload it as the image's data (an empty image) when given no file.
-        proc = subprocess.run(argv, env=env or self.env,
-                              capture_output=True, stdin=subprocess.DEVNULL,
-                              text=True)
-        text = proc.stdout + proc.stderr
+        start = time.monotonic()
+        if not show and env is None and osc.runs_here(argv[0]):
+            code, stdout, stderr = osc.run(argv, self.env)
+        else:
+            # No terminal on stdin: openstackclient's ``image create``
+            # would upload it as the image's data (an empty image) when
+            # given no file.
+            proc = subprocess.run(argv, env=env or self.env,
+                                  capture_output=True,
+                                  stdin=subprocess.DEVNULL, text=True)
+            code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+        self.commands.append(time.monotonic() - start)
+        text = stdout + stderr
         if show and not parse:
             self.out(text.rstrip())
-        if check and proc.returncode:
+        if check and code:
             raise FlowError('%s failed (exit %d):\n%s' % (
-                ' '.join(argv), proc.returncode, text))
+                ' '.join(argv), code, text))
         if parse:
-            return json.loads(proc.stdout) if proc.stdout.strip() else None
-        return proc.returncode, text
+            return json.loads(stdout) if stdout.strip() else None
+        return code, text
 
     def os(self, *args, **kw):
         return self.sh(self.cloud.layout.tool('openstack'), *args, **kw)
@@ -133,10 +155,15 @@ class Flow(object):
         self.out('  ok: ' + message)
 
     def wait(self, what, check, timeout=300, interval=3):
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         while True:
             value = check()
             if value:
+                waited = time.monotonic() - start
+                if waited >= WAIT_SHOWN:
+                    self.waits.append((what, waited))
+                    self.out('   (%.0f s waiting for %s)' % (waited, what))
                 return value
             if time.monotonic() > deadline:
                 raise FlowError('timed out waiting for ' + what)
@@ -186,19 +213,26 @@ class Flow(object):
 
     def step(self, title, fn):
         self.out('\n== %s ==' % title)
-        t = time.monotonic()
+        t, first = time.monotonic(), len(self.commands)
         fn()
-        self.times.append((title, time.monotonic() - t))
-        self.out('   (%.0f s)' % self.times[-1][1])
+        commands = self.commands[first:]
+        self.times.append((title, time.monotonic() - t, len(commands),
+                           sum(commands)))
+        self.out('   (%.0f s; %d commands took %.0f s)' % self.times[-1][1:])
 
     def summary(self):
         """Where the flow's time went: each step's seconds, and the total."""
-        width = max(len(title) for title, _ in self.times)
-        self.out('\n== Time per step ==')
-        for title, seconds in self.times:
-            self.out('  %-*s %5.0f s' % (width, title, seconds))
-        self.out('  %-*s %5.0f s' % (width, 'flow', sum(
-            seconds for _, seconds in self.times)))
+        width = max(len(row[0]) for row in self.times)
+        self.out('\n== Time per step (seconds; commands run, their '
+                 'seconds) ==')
+        for row in self.times + [('flow',) + tuple(
+                sum(column) for column in list(zip(*self.times))[1:])]:
+            self.out('  %-*s %5.0f s %4d %5.0f s' % ((width,) + row))
+        if self.waits:
+            self.out('\n== Longest waits ==')
+            for what, seconds in sorted(self.waits, key=lambda w: -w[1])[
+                    :WAITS_LISTED]:
+                self.out('  %5.0f s  %s' % (seconds, what))
 
     def flavors_and_images(self):
         # Each flavor asks Placement for the CLOSID its instance's group
@@ -941,6 +975,9 @@ class Flow(object):
         self.priority_archived(held)
 
     def priority_released(self):
+        self.out('  note: the agents here release a step every %d s '
+                 '([rdt_agent] controller_release_dwell); by default every '
+                 'three sampling periods' % cloud_mod.RELEASE_DWELL)
         self.os('server', 'pause', 'high')
         self.wait('high PAUSED', lambda: self._state('high', ('PAUSED',)))
         paused = time.monotonic()
@@ -953,9 +990,9 @@ class Flow(object):
             return levels if all(levels[n] is None
                                  for n in self._low_names()) else None
         # The agent samples every 10 s here, the controller releases 10
-        # points per three periods: up to nine steps from the floor.
+        # points per RELEASE_DWELL: up to nine steps from the floor.
         self.wait('the controller to release the low servers', released,
-                  timeout=420, interval=5)
+                  timeout=300, interval=5)
         self.expect(True, 'the controller released %s %.0f s after the '
                     'pause' % (', '.join(self._low_names()),
                                time.monotonic() - paused))

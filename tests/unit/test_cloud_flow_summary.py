@@ -23,23 +23,61 @@ class TestSummary(base.TestCase):
     def test_each_step_and_the_total(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         lines = []
-        flow.out, flow.times = lines.append, []
+        flow.out, flow.times, flow.waits = lines.append, [], []
+        flow.commands = []
         clock = iter([10.0, 12.5, 20.0, 81.0])
         with mock.patch.object(flow_mod.time, 'monotonic',
                                lambda: next(clock)):
             flow.step('Short', lambda: None)
-            flow.step('A longer step', lambda: None)
+            # Two commands, of 1.5 and 40 s.
+            flow.step('A longer step',
+                      lambda: flow.commands.extend([1.5, 40.0]))
+        self.assertIn('   (61 s; 2 commands took 42 s)', lines)
         flow.summary()
-        table = lines[lines.index('\n== Time per step ==') + 1:]
-        self.assertEqual(['  Short             2 s',
-                          '  A longer step    61 s',
-                          '  flow             64 s'], table)
+        table = lines[lines.index('\n== Time per step (seconds; commands '
+                                  'run, their seconds) ==') + 1:]
+        self.assertEqual(['  Short             2 s    0     0 s',
+                          '  A longer step    61 s    2    42 s',
+                          '  flow             64 s    2    42 s'], table)
+
+    def test_a_command_is_timed(self):
+        flow = flow_mod.Flow.__new__(flow_mod.Flow)
+        flow.out, flow.env, flow.commands = lambda line: None, {}, []
+        self.assertEqual((0, 'x\n'), flow.sh('echo', 'x'))
+        self.assertEqual(1, len(flow.commands))
+        self.assertGreater(flow.commands[0], 0.0)
 
     def test_a_failed_step_is_not_counted(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
-        flow.out, flow.times = lambda line: None, []
+        flow.out, flow.times, flow.waits = lambda line: None, [], []
+        flow.commands = []
 
         def fails():
             raise flow_mod.FlowError('no')
         self.assertRaises(flow_mod.FlowError, flow.step, 'Fails', fails)
         self.assertEqual([], flow.times)
+
+    def test_the_longest_waits(self):
+        flow = flow_mod.Flow.__new__(flow_mod.Flow)
+        lines = []
+        flow.out, flow.times, flow.waits = lines.append, [], []
+        flow.commands = []
+        answers = iter([None, None, 'done', 'at once'])
+        # Each wait: its start, then a reading after each check.
+        clock = iter([0.0, 1.0, 5.0, 42.0, 50.0, 50.5])
+        with mock.patch.object(flow_mod.time, 'monotonic',
+                               lambda: next(clock)), \
+                mock.patch.object(flow_mod.time, 'sleep', lambda s: None):
+            self.assertEqual('done', flow.wait('long', lambda: next(answers)))
+            self.assertEqual('at once', flow.wait(
+                'short', lambda: next(answers)))
+        self.assertEqual([('long', 42.0)], flow.waits)
+        self.assertIn('   (42 s waiting for long)', lines)
+        flow.times = [('Step', 60.0, 3, 9.0)]
+        flow.summary()
+        self.assertEqual(['  Step    60 s    3     9 s',
+                          '  flow    60 s    3     9 s',
+                          '\n== Longest waits ==', '     42 s  long'],
+                         lines[lines.index('\n== Time per step (seconds; '
+                                           'commands run, their seconds) '
+                                           '==') + 1:])
