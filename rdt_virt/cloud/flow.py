@@ -108,9 +108,8 @@ class Flow(object):
     def sh(self, *argv, check=True, show=True, parse=False, env=None):
         """Run a command as typed; print it and its output.
 
-        A command not shown that is this environment's ``openstack``, run
-        with the admin's credentials, runs in this process
-        (:mod:`rdt_virt.cloud.osc`).
+        This environment's ``openstack`` runs in this process
+        (:mod:`rdt_virt.cloud.osc`); any other command as a process.
 
         :param env: the environment instead of the admin's (another user's
             credentials).
@@ -121,8 +120,8 @@ class Flow(object):
         if show:
             self.out('$ ' + ' '.join(shlex.quote(a) for a in argv))
         start = time.monotonic()
-        if not show and env is None and osc.runs_here(argv[0]):
-            code, stdout, stderr = osc.run(argv, self.env)
+        if osc.runs_here(argv[0]):
+            code, stdout, stderr = osc.run(argv, env or self.env)
         else:
             # No terminal on stdin: openstackclient's ``image create``
             # would upload it as the image's data (an empty image) when

@@ -10,21 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""openstackclient run in the flow's own process, for the flow's own reads.
+"""openstackclient run in the flow's own process.
 
-Each ``openstack`` command the flow runs as a new process spends most of
+Each ``openstack`` command the flow ran as a new process spent most of
 its time (about 3 s of this 2-core machine's, loaded by the guests) in
-Python's start and openstackclient's imports. The reads the flow does for
-its checks, which it does not show, run the same command line through
-openstackclient's own entry (``OpenStackShell().run``) in this process
-instead: the same code, arguments, environment and output, imported once.
-The commands the flow shows run as typed, each its own process.
+Python's start and openstackclient's imports. The flow's ``openstack``
+commands, those it shows as typed and the reads it does for its checks,
+run the same command line through openstackclient's own entry
+(``OpenStackShell().run``) in this process instead: the same code,
+arguments, environment and output, imported once.
 
-One set of credentials per process: openstackclient 10.5 (openstacksdk
-4.22) run in-process with a second user's environment sent that user's
-compute requests with the first user's token (``server list`` of a tenant
-returned the admin project's servers). The flow runs only the admin's
-commands here; other users' run as processes.
+osc-lib keeps each service's client (with the session, hence the token,
+of the user who made it) on a descriptor of the ``ClientManager`` class,
+not on the instance: one process, one command, one user. Left there, a
+second user's command run in the same process would send the first
+user's token (openstackclient 10.5 listed the admin project's servers for
+a tenant). :func:`run` drops those clients before and after each command.
 """
 
 import contextlib
@@ -55,6 +56,7 @@ def run(argv, env):
     """
     from cliff import app as cliff_app
     from openstackclient import shell
+    _forget_clients()
     # cliff names the program once, from the sys.argv of the process that
     # imported it.
     name = os.path.splitext(os.path.basename(argv[0]))[0]
@@ -75,6 +77,17 @@ def run(argv, env):
                 code = e.code if isinstance(e.code, int) else int(
                     e.code is not None)
     finally:
+        _forget_clients()
         root.handlers[:] = handlers
         root.setLevel(level)
     return code, out.getvalue(), err.getvalue()
+
+
+def _forget_clients():
+    """Drop the service clients osc-lib cached for the last command."""
+    from openstackclient.common import clientmanager as osc_manager
+    from osc_lib import clientmanager
+    for klass in osc_manager.ClientManager.__mro__:
+        for attr in vars(klass).values():
+            if isinstance(attr, clientmanager.ClientCache):
+                attr._handle = None

@@ -16,10 +16,13 @@ Needs the cloud's environment (openstackclient), not a cloud: the
 commands here fail before any request, or need none.
 """
 
+from http import server as http_server
+import json
 import logging
 import os
 import subprocess
 import sys
+import threading
 
 from rdt_virt.cloud import osc
 from tests import base
@@ -69,3 +72,95 @@ class TestInProcess(base.TestCase):
         self.assertFalse(osc.runs_here('/usr/bin/openstack'))
         self.assertFalse(osc.runs_here(os.path.join(
             os.path.dirname(sys.executable), 'gnocchi')))
+
+
+class _Cloud(http_server.BaseHTTPRequestHandler):
+    """Keystone and Nova, as far as ``flavor list`` needs them.
+
+    A token names its user; the flavor listed names the token that asked.
+    """
+
+    def log_message(self, *args):
+        pass
+
+    def _json(self, body, status=200, headers=()):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        for key, value in headers:
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(
+            int(self.headers['Content-Length'])))
+        user = body['auth']['identity']['password']['user']['name']
+        url = 'http://%s:%d' % self.server.server_address
+        token = {
+            'methods': ['password'],
+            'user': {'id': user, 'name': user,
+                     'domain': {'id': 'default', 'name': 'Default'}},
+            'project': {'id': 'p-' + user, 'name': 'p-' + user,
+                        'domain': {'id': 'default', 'name': 'Default'}},
+            'roles': [{'id': 'member', 'name': 'member'}],
+            'issued_at': '2026-01-01T00:00:00.000000Z',
+            'expires_at': '2099-01-01T00:00:00.000000Z',
+            'catalog': [{'type': 'compute', 'name': 'nova', 'id': 'c',
+                         'endpoints': [{
+                             'id': 'e', 'interface': 'public',
+                             'region': 'RegionOne',
+                             'region_id': 'RegionOne',
+                             'url': url + '/compute/v2.1'}]}]}
+        self._json({'token': token}, status=201,
+                   headers=[('X-Subject-Token', 'token-of-' + user)])
+
+    def do_GET(self):
+        url = 'http://%s:%d/compute/v2.1' % self.server.server_address
+        if self.path.rstrip('/') == '/compute/v2.1':
+            self._json({'version': {
+                'id': 'v2.1', 'status': 'CURRENT', 'version': '2.96',
+                'min_version': '2.1', 'updated': '2013-07-23T11:33:21Z',
+                'links': [{'rel': 'self', 'href': url + '/'}]}})
+        elif self.path.startswith('/compute/v2.1/flavors/detail'):
+            self._json({'flavors': [{
+                'id': '1', 'name': self.headers.get('X-Auth-Token'),
+                'ram': 1, 'disk': 1, 'vcpus': 1,
+                'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': 0,
+                'os-flavor-access:is_public': True,
+                'rxtx_factor': 1.0, 'description': None,
+                'extra_specs': {}, 'links': []}]})
+        else:
+            self._json({'error': self.path}, status=404)
+
+
+class TestUsersInTurn(base.TestCase):
+    """Each command in this process goes with its own user's token."""
+
+    def setUp(self):
+        super().setUp()
+        self.require(osc.runs_here(OPENSTACK),
+                     'openstackclient is not installed in this environment')
+        server = http_server.ThreadingHTTPServer(('127.0.0.1', 0), _Cloud)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.auth_url = 'http://127.0.0.1:%d/identity/v3' % (
+            server.server_address[1])
+
+    def env(self, user):
+        return dict(NO_CLOUD, OS_AUTH_TYPE='v3password',
+                    OS_AUTH_URL=self.auth_url, OS_USERNAME=user,
+                    OS_PASSWORD='secret', OS_PROJECT_NAME='p-' + user,
+                    OS_USER_DOMAIN_NAME='Default',
+                    OS_PROJECT_DOMAIN_NAME='Default',
+                    OS_IDENTITY_API_VERSION='3',
+                    OS_REGION_NAME='RegionOne', OS_INTERFACE='public')
+
+    def test_each_user_with_their_own_token(self):
+        argv = [OPENSTACK, 'flavor', 'list', '-f', 'value', '-c', 'Name']
+        for user in ('admin', 'alice', 'admin', 'bob'):
+            code, out, err = osc.run(argv, self.env(user))
+            self.assertEqual((0, 'token-of-%s\n' % user), (code, out), err)
