@@ -42,8 +42,8 @@ import uuid as uuid_mod
 from agent_common import CONF  # noqa: I100
 from agent_common import summary
 
-from rdt_virt.agent import domains
 from rdt_virt.cmd import agent as agent_cmd
+from rdt_virt import concurrency
 from rdt_virt import privsep
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
@@ -128,7 +128,7 @@ def main():
         privsep.sys_admin_pctxt.set_client_mode(False)
         agent = agent_cmd.build_agent(CONF)
         writes = WriteTimer(agent.executor)
-        threading = domains.native('threading')
+        threading = concurrency.native('threading')
         stop = threading.Event()
         loop = threading.Thread(target=agent.run, args=(stop,), daemon=True)
         loop.start()
