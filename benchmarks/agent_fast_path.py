@@ -58,6 +58,12 @@ META = ('<nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/'
         'xmlns:rdtvirt="http://openstack.org/xmlns/libvirt/rdt-virt/1.0" '
         'version="1"><rdtvirt:membw unit="percent" value="%d" '
         'group="shared"/><rdtvirt:monitor enabled="yes"/></rdtvirt:rdt>')
+#: What the last main() checked of each guest, in boot order, for the
+#: benchmark's own tests: {'guests': [{'uuid', 'group', 'mon', 'qemu' (vCPU
+#: thread ids by index, QEMU's answer), 'agent' (the same, as the agent
+#: found them), 'group_tasks', 'mon_tasks', 'latencies' (the agent's for
+#: this guest's start event)}], 'vcpus': vCPUs per guest}.
+LAST_RUN = {}
 
 
 def tasks(root, *parts):
@@ -100,11 +106,12 @@ class WriteTimer(object):
         executor.apply = apply
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument('--guests', type=int, default=30)
     parser.add_argument('--vcpus', type=int, default=4)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    LAST_RUN.clear()
     reasons = launcher.missing_prerequisites()
     if reasons:
         print('cannot run: %s' % '; '.join(reasons))
@@ -136,6 +143,8 @@ def main():
         image = guest.write_image(os.path.join(base, 'idle.img'), 'idle')
         client_ms = []
         live = []
+        checked = LAST_RUN.setdefault('guests', [])
+        LAST_RUN['vcpus'] = args.vcpus
         root = sb.resctrl_root
         for i in range(args.guests):
             pct = 10 * (i % 3 + 1)
@@ -153,18 +162,25 @@ def main():
                     raise RuntimeError('guest %d was not placed' % i)
                 time.sleep(0.002)
             client_ms.append(time.monotonic() - started)
+            uuid = dom.UUIDString()
             group = 'rdtvirt-mb%d' % pct
-            mon = 'rdtvirt-m-' + dom.UUIDString()
-            tids = set(guest.vcpu_thread_ids(dom))
+            mon = 'rdtvirt-m-' + uuid
+            tids = guest.vcpu_thread_ids(dom)
+            found = agent.threads[uuid].vcpus
             try:
-                placed = tids <= tasks(root, group, 'mon_groups', mon)
+                in_group = tasks(root, group)
+                in_mon = tasks(root, group, 'mon_groups', mon)
             except OSError:
-                placed = False
-            if not placed:
+                in_group = in_mon = set()
+            checked.append(dict(
+                uuid=uuid, group=group, mon=mon, qemu=tids,
+                agent=[found[n] for n in sorted(found)],
+                group_tasks=in_group, mon_tasks=in_mon,
+                latencies=agent.event_latencies[seen:]))
+            if not set(tids) <= in_group & in_mon:
                 raise RuntimeError('guest %d: vCPUs %s not all in %s/%s: %s'
                                    % (i, sorted(tids), group, mon,
-                                      agent.placements.get(
-                                          dom.UUIDString())))
+                                      agent.placements.get(uuid)))
             live.append(dom)
             if len(live) > 4:
                 live.pop(0).destroy()
@@ -172,7 +188,7 @@ def main():
             dom.destroy()
         stop.set()
         loop.join(10)
-        lat = agent.event_latencies[-args.guests:]
+        lat = [t for g in checked for t in g['latencies']]
         print('guests %d x %d vCPUs, shared strategy (3 percentages)' % (
             args.guests, args.vcpus))
         print('start event -> all vCPUs placed, ms: %s' % summary(lat, 1e3))
