@@ -38,11 +38,13 @@ reading (target within 1% for both).
 Reports the relative error of every reported rate (median, p95, max;
 target within 1%), the largest published rate against the host's
 bandwidth ceiling (target: never above), the coverage per sample (share
-of monitored instances with a value), the window coverage (share with a
-monitoring group) per tick and its mean against the budget's share (target
-while rotating: the whole budget in use, within one group in one tick), the
-counter coverage, and how long it took until every instance had been
-measured at least once. Needs root and /dev/fuse.
+of monitored instances with a value, as the agent publishes it: the cache
+occupancy, a gauge, has one from a group's first reading, a rate only
+from its second; and the share with a rate), the window coverage (share
+with a monitoring group) per tick and its mean against the budget's share
+(target while rotating: the whole budget in use, within one group in one
+tick), the counter coverage, and how long it took until every instance
+had been measured at least once. Needs root and /dev/fuse.
 
 Run::
 
@@ -67,6 +69,24 @@ from agent_common import summary
 
 TOTAL = 'mbm_total_bytes'
 LOCAL = 'mbm_local_bytes'
+#: What the rates are held to (doc/source/contributor/benchmarks.rst); the
+#: second only on hosts with package telemetry.
+RATE_TARGET = 0.01
+RATES_TARGET_TEXT = ('every rate within 1% of the injected truth, none '
+                     'above the ceiling, the RMID budget in use every tick')
+ENERGY_TARGET_TEXT = ('power and energy within 1% of the injected truth '
+                      '(package telemetry)')
+#: What the last main() saw, for the benchmark's own tests:
+#: 'injected': {source key: (uuid, counter path, bytes/s over all domains)}
+#: of every group a truth went into; 'readings': one dict per published
+#: rate (sample, uuid, counters as the state document names them, key,
+#: the uuid whose truth the key holds, got, want, error); 'samples': per
+#: sample the host's monitored, coverage, mon_coverage, the number of
+#: instances with and without a rate and with any value (rate or cache
+#: occupancy, what the agent's coverage counts); 'groups': monitoring
+#: groups after each tick; 'reasons', 'measured' (uuids with a rate),
+#: 'instances'.
+LAST_RUN = {}
 
 
 def truth(index, doms):
@@ -87,7 +107,7 @@ def counter_path(counters):
                     if p) or '/'
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument('--instances', type=int, default=250)
     parser.add_argument('--seconds', type=float, default=40.0)
@@ -102,8 +122,9 @@ def main():
     parser.add_argument('--rmid-budget', type=int, default=-1,
                         help='[rdt_agent] rmid_budget (-1: automatic), to '
                         'rotate with fewer instances')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rand = random.Random(args.seed)
+    LAST_RUN.clear()
 
     env = EmulatedHost(args.profile, kernel=args.kernel,
                        rotation_interval=args.rotation, sample_interval=1.0,
@@ -122,8 +143,14 @@ def main():
         power_errors, energy = [], {}
         # path -> exact joules of its RMID when the agent first read it.
         first_truth = {}
-        injected = set()
+        injected = LAST_RUN.setdefault('injected', {})
+        readings = LAST_RUN.setdefault('readings', [])
+        per_sample = LAST_RUN.setdefault('samples', [])
+        LAST_RUN['instances'] = args.instances
         errors, coverage, window, counted = [], [], [], []
+        rated = []      # share of the instances with a rate, per sample
+        # Readings from a group that holds no truth of their instance.
+        unmatched = 0
         groups = []     # monitoring groups (the window) after each tick
         first_value = {}
         top = 0.0
@@ -146,7 +173,8 @@ def main():
                 key = env.agent.monitoring.source_key(place.counters)
                 if key in injected:
                     continue
-                for dom, rate in truth(index[uuid], doms).items():
+                rates = truth(index[uuid], doms)
+                for dom, rate in rates.items():
                     if TOTAL in env.agent.caps.monitor.features:
                         env.client.set_rate(path, rate, domain=dom,
                                             event=TOTAL)
@@ -154,7 +182,7 @@ def main():
                                             event=LOCAL)
                 for pkg, power in watts(index[uuid], packages).items():
                     env.client.set_energy_rate(path, power, package=pkg)
-                injected.add(key)
+                injected[key] = (uuid, path, sum(rates.values()))
             for path in rand.sample(live, min(args.resets, len(live))):
                 env.client.hardware_reset(path, seconds=0.5,
                                           domain=rand.choice(doms))
@@ -187,16 +215,39 @@ def main():
             if host.get('counter_mode'):
                 counted.append(host.get('counter_coverage') or 0.0)
             top = max(top, host['mbm_total_bps'] or 0.0)
+            with_value = 0
             for uuid, inst in doc['instances'].items():
                 got = inst['mbm_total_bps']
                 if got is None:
                     reasons[inst['reason']] = reasons.get(
                         inst['reason'], 0) + 1
                     continue
+                with_value += 1
                 top = max(top, got)
-                want = sum(truth(index[uuid], doms).values())
-                errors.append(abs(got - want) / want)
+                # The truth of the group the rate was read from.
+                place = env.agent.placements.get(uuid)
+                key = place and place.counters and (
+                    env.agent.monitoring.source_key(place.counters))
+                owner, _path, want = injected.get(key, (None, None, None))
+                error = None
+                if owner == uuid:
+                    error = abs(got - want) / want
+                    errors.append(error)
+                else:
+                    unmatched += 1
+                readings.append(dict(
+                    sample=samples, uuid=uuid, counters=inst['counters'],
+                    key=key, owner=owner, got=got, want=want, error=error))
                 first_value.setdefault(uuid, now)
+            rated.append(with_value / float(host['monitored'] or 1))
+            per_sample.append(dict(
+                monitored=host['monitored'], coverage=host['coverage'],
+                mon_coverage=host['mon_coverage'], with_value=with_value,
+                without_value=len(doc['instances']) - with_value,
+                with_any=len([i for i in doc['instances'].values() if any(
+                    i[k] is not None for k in (
+                        'mbm_total_bps', 'mbm_local_bps',
+                        'llc_occupancy_bytes'))])))
             time.sleep(max(0.0, 1.0 - (time.monotonic() - start - now)))
         ceiling = host['bandwidth_ceiling_bps']
         print('host %s, kernel %s: %d instances monitored, RMID budget for '
@@ -206,8 +257,9 @@ def main():
                   host['mon_budget'], host['rotating'], args.rotation,
                   samples, time.monotonic() - start))
         print('rate error vs injected ground truth, %%: %s over %d '
-              'readings' % (summary(errors, 100, '%.3f') if errors
-                            else '-', len(errors)))
+              'readings; readings from a group without their truth: %d' % (
+                  summary(errors, 100, '%.3f') if errors else '-',
+                  len(errors), unmatched))
         print('hardware counter resets injected %d, readings dropped as '
               'resets %d' % (resets, host.get('counter_resets', 0)))
         print('largest published rate %.3g B/s, ceiling %.3g B/s: %s' % (
@@ -216,9 +268,12 @@ def main():
             '%s %d' % kv for kv in sorted(reasons.items(),
                                           key=lambda kv: -kv[1])))
         print('coverage per sample (monitored instances with a value): '
-              'mean %.2f, min %.2f (after the first rotation)' % (
+              'mean %.2f, min %.2f; with a rate: mean %.2f, min %.2f (after '
+              'the first rotation)' % (
                   statistics.mean(coverage[3:] or coverage),
-                  min(coverage[3:] or coverage)))
+                  min(coverage[3:] or coverage),
+                  statistics.mean(rated[3:] or rated),
+                  min(rated[3:] or rated)))
         print('window coverage (instances with a monitoring group): '
               '%.2f' % statistics.mean(window))
         # The first tick of the loop follows the warm-up tick; from the
@@ -258,17 +313,26 @@ def main():
                   '%%: %s over %d instances' % (
                       summary(energy_errors, 100, '%.3f')
                       if energy_errors else '-', len(energy_errors)))
+        LAST_RUN.update(groups=groups, reasons=reasons,
+                        measured=sorted(first_value))
         measured = len(first_value)
         print('instances measured at least once: %d of %d; the last after '
               '%.0f s' % (measured, args.instances,
                           max(first_value.values()) if first_value else 0))
-        ok = (bool(errors) and max(errors) < 0.01 and top <= ceiling and
+        worst = max(errors) if errors else float('inf')
+        ok = (worst < RATE_TARGET and not unmatched and top <= ceiling and
               coverage_ok)
+        print('target: %s: %s (largest error, ratio to target %.3f)' % (
+            RATES_TARGET_TEXT, 'met' if ok else 'NOT met',
+            worst / RATE_TARGET))
         if pkg_mon:
-            ok = ok and bool(power_errors) and max(power_errors) < 0.01 and (
-                bool(energy_errors) and max(energy_errors) < 0.01)
-        print('target (every rate within 1%%, none above the ceiling, the '
-              'budget in use every tick): %s' % ('met' if ok else 'NOT met'))
+            worst = max(power_errors + energy_errors or [float('inf')])
+            met = bool(power_errors) and bool(energy_errors) and (
+                worst < RATE_TARGET)
+            print('target: %s: %s (largest error, ratio to target %.3f)' % (
+                ENERGY_TARGET_TEXT, 'met' if met else 'NOT met',
+                worst / RATE_TARGET))
+            ok = ok and met
         return 0 if ok else 1
     finally:
         env.close()
