@@ -157,12 +157,13 @@ class TargetsTest(base.TestCase):
         text = doc_text()
         found = {}
         for name in ('scheduler', 'agent_tick', 'agent_sample',
-                     'agent_fast_path'):
+                     'agent_fast_path', 'agent_admission', 'agent_rates'):
             found[name] = source_targets(name)
             self.assertTrue(found[name], name)
             for target in found[name]:
                 self.assertIn('``%s``' % target, text, name)
         self.assertEqual(2, len(found['agent_tick']))
+        self.assertEqual(2, len(found['agent_rates']))
 
     def test_printed_target_lines_are_read(self):
         out = 'x\ntarget: a <= 1 ms: met (ratio 0.5)\ntarget: b: NOT met\n'
