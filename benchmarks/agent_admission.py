@@ -30,7 +30,8 @@ Prints both counts and their ratio (target at least 25x). Needs root and
 
 Run::
 
-    python benchmarks/agent_admission.py [--shared 200] [--real-shared 0]
+    python benchmarks/agent_admission.py [--shared 200] [--real-shared 0] \\
+        [--per-instance-limit 64]
 """
 
 import argparse
@@ -159,16 +160,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument('--shared', type=int, default=200)
     parser.add_argument('--real-shared', type=int, default=0)
+    parser.add_argument('--per-instance-limit', type=int, default=64,
+                        help='start at most this many per-instance guests '
+                        '(the reference host refuses the eighth)')
     args = parser.parse_args(argv)
     LAST_RUN.clear()
 
     if not launcher.missing_prerequisites():
-        found = per_instance_real()
+        found = per_instance_real(args.per_instance_limit)
         how = 'real libvirtd + KVM guests with <memorytune>'
     else:
         env = EmulatedHost()
         try:
-            found = per_instance_emulated(env)
+            found = per_instance_emulated(env, args.per_instance_limit)
         finally:
             env.close()
         how = "libvirt's mkdir per instance replayed on the emulator"
