@@ -102,3 +102,39 @@ class TestAudit(base.TestCase):
         self.assertRaises(flow_mod.FlowError, self.audit, watcher, 1)
         self.assertEqual(1, watcher.audits)
         self.sleep.assert_not_called()
+
+
+class Gnocchi(object):
+    """The part of a Flow that _noisiest_in_gnocchi() uses."""
+
+    def __init__(self, measures):
+        self.measures = measures
+
+    def _gnocchi_measures(self, uuid, meter):
+        return self.measures.get(uuid, [])
+
+
+def measure(value, granularity=flow_watcher.GRANULARITY):
+    return {'timestamp': '2026-01-01T00:00:00+00:00',
+            'granularity': float(granularity), 'value': value}
+
+
+class TestNoisiestInGnocchi(base.TestCase):
+
+    UUIDS = {'low-1': 'u1', 'low-2': 'u2'}
+
+    def noisiest(self, measures):
+        return flow_watcher._noisiest_in_gnocchi(Gnocchi(measures),
+                                                 self.UUIDS)
+
+    def test_none_while_a_server_has_no_measure_at_the_granularity(self):
+        self.assertIsNone(self.noisiest({'u1': [measure(9.0)]}))
+        self.assertIsNone(self.noisiest({
+            'u1': [measure(9.0)], 'u2': [measure(1.0, granularity=60)]}))
+
+    def test_the_highest_mean_at_the_granularity(self):
+        self.assertEqual('low-2', self.noisiest({
+            'u1': [measure(4.0), measure(4.0), measure(100.0, 60)],
+            'u2': [measure(1.0), measure(9.0)]}))
+        self.assertEqual('low-1', self.noisiest({
+            'u1': [measure(6.0)], 'u2': [measure(1.0), measure(9.0)]}))
