@@ -43,6 +43,7 @@ import tempfile
 from agent_common import EmulatedHost  # noqa: I100
 from agent_common import shared
 
+from rdt_virt.resctrl import fs
 from rdt_virt.sandbox import guest
 from rdt_virt.sandbox import launcher
 
@@ -62,14 +63,8 @@ LAST_RUN = {}
 
 
 def num_closids(root):
-    """CLOSIDs of the host: the fewest any resource has (info/*)."""
-    found = []
-    for name in os.listdir(os.path.join(root, 'info')):
-        path = os.path.join(root, 'info', name, 'num_closids')
-        if os.path.exists(path):
-            with open(path) as f:
-                found.append(int(f.read()))
-    return min(found)
+    """CLOSIDs of the host, as the kernel counts them (info/*)."""
+    return fs.Resctrl(root).capabilities().kernel_closids
 
 
 def libvirt_groups(root):

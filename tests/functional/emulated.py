@@ -82,6 +82,16 @@ class SandboxFixture(fixtures.Fixture):
         return dom
 
 
+def sandbox_prerequisites():
+    """``(met, why not)`` for a sandbox: its launcher's and libvirt-python."""
+    reasons = launcher.missing_prerequisites()
+    try:
+        import libvirt  # noqa: F401
+    except ImportError:
+        reasons.append('libvirt-python is not installed')
+    return not reasons, '; '.join(reasons)
+
+
 class SandboxTestCase(base.TestCase):
     """Tests on a fresh sandbox of ``PROFILE`` and ``KERNEL`` each.
 
@@ -95,12 +105,7 @@ class SandboxTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reasons = launcher.missing_prerequisites()
-        try:
-            import libvirt  # noqa: F401
-        except ImportError:
-            reasons.append('libvirt-python is not installed')
-        self.require(not reasons, '; '.join(reasons))
+        self.require(*sandbox_prerequisites())
         self.sb = self.useFixture(SandboxFixture(
             getattr(self, 'profile', self.PROFILE),
             getattr(self, 'kernel', self.KERNEL)))

@@ -34,8 +34,8 @@ import sys
 from unittest import mock
 
 from rdt_virt import privsep
-from rdt_virt.sandbox import launcher
 from tests import base
+from tests.functional import emulated
 from tests.unit import test_benchmarks as unit
 
 sys.path.insert(0, unit.BENCHMARKS)
@@ -227,12 +227,7 @@ class SandboxBenchmarkTest(AgentBenchmarkBase):
 
     def setUp(self):
         super().setUp()
-        reasons = launcher.missing_prerequisites()
-        try:
-            import libvirt  # noqa: F401
-        except ImportError:
-            reasons.append('libvirt-python is not installed')
-        self.require(not reasons, '; '.join(reasons))
+        self.require(*emulated.sandbox_prerequisites())
         # The benchmarks run the agent's privileged calls in-process.
         self.addCleanup(privsep.sys_admin_pctxt.set_client_mode, True)
 
