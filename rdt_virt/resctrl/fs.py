@@ -186,6 +186,24 @@ def parse_mon_value(text):
     return MonValue(None, 'unparsable %r' % text[:40])
 
 
+# A sentinel as the kernel prints it, and its value (MonValue is a tuple).
+_SENTINEL_LINES = {('%s\n' % s).encode(): MonValue(None, s)
+                   for s in SENTINELS}
+
+
+def parse_mon_bytes(data):
+    """:func:`parse_mon_value` of a counter file's bytes, as read.
+
+    A sample parses a thousand counters: a decimal or a sentinel and its
+    newline, the common cases, are taken without decoding the text.
+    """
+    digits = data[:-1] if data.endswith(b'\n') else data
+    # bytes.isdigit() takes ASCII digits only, as the text check does.
+    if digits.isdigit() and len(digits) <= 20:
+        return MonValue(int(digits), None)
+    return _SENTINEL_LINES.get(data) or parse_mon_value(data.decode())
+
+
 def _subdirs(path):
     """Sorted names of the directories in ``path``.
 

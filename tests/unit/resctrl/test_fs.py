@@ -550,6 +550,15 @@ class TestPureHelpers(base.TestCase):
         self.assertEqual(2 ** 64 - 1,
                          fs.parse_mon_value(str(2 ** 64 - 1)).value)
 
+    def test_mon_bytes_parse_as_the_text(self):
+        for text in ('12386304\n', '0', '', '\n', 'Unavailable\n', 'Error',
+                     'Unassigned\n', 'Unavailable\n\n', ' 7\n', '7 \n',
+                     '-1\n', '+5', '1_000', '\u0663\n', '0x10', '1.5',
+                     '9' * 20 + '\n', '9' * 21 + '\n', '9' * 5000,
+                     str(2 ** 64 - 1) + '\n', '12\r\n', 'n/a\n'):
+            self.assertEqual(fs.parse_mon_value(text),
+                             fs.parse_mon_bytes(text.encode()), repr(text))
+
     def test_tasks_and_cpu_lists_refuse_garbage(self):
         for text in ('-1', '1_0', '\u0663', '1.5', '9' * 11, 'x'):
             self.assertRaises(ValueError, fs.parse_tasks, text)
