@@ -501,6 +501,21 @@ class ResctrlModel(features.FeatureFiles):
                 samples, lambda tid, cpu: self._effective(tid, cpu)[0].rmid,
                 self.profile.cpu_domains(self.online_cpus), self.clock())
 
+    def _charge_past(self, tid, sample):
+        """Charge a thread about to move to the group it leaves.
+
+        Its own sample is enough: the kernel moves a task without looking
+        at the others, and reading every thread of the host at each move
+        made a write to ``tasks`` cost milliseconds per thread.
+        """
+        if self.profile.mon:
+            self.counters.charge_thread(tid, sample, self._effective)
+        if self.telemetry is not None:
+            self.telemetry.charge_thread(
+                tid, sample,
+                lambda tid, cpu: self._effective(tid, cpu)[0].rmid,
+                self.profile.cpu_domains(self.online_cpus))
+
     def _effective(self, tid, cpu):
         """``(RMID group, CLOSID group)`` that *tid* uses on *cpu*.
 
@@ -731,7 +746,7 @@ class ResctrlModel(features.FeatureFiles):
         if group.kind == MON and current.closid != group.closid:
             raise kparse.KernelError(
                 errno.EINVAL, "Can't move task to different control group\n")
-        self._update_counters()   # charge the past to the old group
+        self._charge_past(tid, sample)
         if group is self.root:
             self._members.pop(tid, None)
         else:
