@@ -68,6 +68,9 @@ _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
 # Package telemetry domains (Intel AET, 7.0): one per processor package.
 _PKG_DIR = re.compile(r'^mon_PERF_PKG_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
+# Bytes asked for by each read of a group file: a tasks file of a few
+# thousand threads in one.
+_READ_SIZE = 65536
 
 MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
 MonValue.__doc__ = """A monitoring counter: ``value`` in bytes, or None with
@@ -267,14 +270,28 @@ class Resctrl(object):
     # Low-level I/O ---------------------------------------------------------
 
     def _read(self, path):
+        # os.open/os.read: open() would also fstat the file twice and ask
+        # whether it is a terminal, each a round trip on a FUSE resctrl.
         try:
-            with open(path) as f:
-                return f.read()
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             self._missing(path)
         except OSError as e:
             raise exception.ResctrlError(path=path,
                                          reason=os.strerror(e.errno))
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, _READ_SIZE)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError as e:
+            raise exception.ResctrlError(path=path,
+                                         reason=os.strerror(e.errno))
+        finally:
+            os.close(fd)
+        return b''.join(chunks).decode()
 
     def _missing(self, path):
         """Raise the error that explains why ``path`` does not exist.

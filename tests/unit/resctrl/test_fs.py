@@ -459,6 +459,20 @@ class TestErrors(ResctrlTestCase):
                                     variants.SHARED, None)
         self.assertNotIn('Group busy', str(exc))
 
+    def test_read_refused(self):
+        # Some kernels answer EIO for a group in error, at open or read.
+        for call in ('open', 'read'):
+            with mock.patch.object(fs.os, call,
+                                   side_effect=OSError(errno.EIO, 'x')):
+                exc = self.assertRaises(exception.ResctrlError,
+                                        self.rc.read_tasks, 'batch')
+            self.assertIn(os.strerror(errno.EIO), str(exc))
+
+    def test_long_files_are_read_whole(self):
+        tids = list(range(1, 20001))
+        self.tree.write(''.join('%d\n' % t for t in tids), 'batch', 'tasks')
+        self.assertEqual(tids, self.rc.read_tasks('batch'))
+
     def test_open_refused(self):
         with mock.patch.object(fs.os, 'open',
                                side_effect=PermissionError(errno.EACCES,
