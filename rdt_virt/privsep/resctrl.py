@@ -42,6 +42,7 @@ channel.
 import errno
 import os
 import re
+import stat
 
 from oslo_config import cfg
 
@@ -171,11 +172,53 @@ def check_schemata(text):
 def check_path(rc, path):
     """Raise ValueError unless ``path`` resolves below the resctrl root."""
     root = os.path.realpath(rc.root)
-    real = os.path.realpath(path)
+    real = _realpath_below(rc.root, root, path)
     if real != root and not real.startswith(root + os.sep):
         raise ValueError('%s is outside the resctrl root %s'
                          % (path, rc.root))
     return path
+
+
+def _realpath_below(top, real_top, path):
+    """``os.path.realpath(path)``, looking each name below ``top`` up once.
+
+    realpath() stats every prefix of the path from ``/``, which looks the
+    first names below the root up again for each deeper one: on the
+    emulator's FUSE resctrl every lookup is a round trip to its daemon.
+    Walking down from the root with O_PATH descriptors takes one lookup a
+    name. Whatever the walk does not expect (a symbolic link, a file where
+    a directory should be, any error but a missing name) is left to
+    realpath() itself, so the answer is always realpath's.
+    """
+    rel = os.path.relpath(path, top)
+    parts = rel.split(os.sep)
+    if rel == os.curdir:
+        return real_top
+    if os.path.isabs(rel) or os.pardir in parts or os.curdir in parts:
+        return os.path.realpath(path)
+    # O_NOFOLLOW | O_DIRECTORY: a link fails (ENOTDIR or ELOOP).
+    flags = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_DIRECTORY
+    fd = None
+    try:
+        fd = os.open(real_top, flags)
+        for name in parts[:-1]:
+            parent, fd = fd, None
+            try:
+                fd = os.open(name, flags, dir_fd=parent)
+            finally:
+                os.close(parent)
+        if stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd,
+                                follow_symlinks=False).st_mode):
+            return os.path.realpath(path)
+    except FileNotFoundError:
+        # Names that do not exist are no links: realpath() keeps them.
+        pass
+    except OSError:
+        return os.path.realpath(path)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return os.path.join(real_top, rel)
 
 
 def _failure(e):

@@ -109,6 +109,67 @@ class TestValidation(PrivsepTestCase):
         self.assertTrue(priv.create_group('other-mb10')['ok'])
 
 
+class TestRealpathBelow(PrivsepTestCase):
+    """check_path's walk answers what os.path.realpath() answers."""
+
+    def setUp(self):
+        super().setUp()
+        self.outside = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(self.outside, 'mon_groups', 'm'))
+        group = os.path.join(self.root, 'rdtvirt-mb10')
+        os.makedirs(os.path.join(group, 'mon_groups', 'rdtvirt-m-1'))
+        open(os.path.join(group, 'tasks'), 'w').close()
+        links = {
+            'rdtvirt-out': self.outside,              # out of the root
+            'rdtvirt-in': group,                      # to inside it
+            'rdtvirt-dangling': os.path.join(self.root, 'nowhere'),
+            'rdtvirt-loop': os.path.join(self.root, 'rdtvirt-loop'),
+            'rdtvirt-mb10/mon_groups/rdtvirt-m-2': self.outside,
+            'rdtvirt-mb10/schemata': os.path.join(self.outside, 'x'),
+        }
+        for name, target in links.items():
+            os.symlink(target, os.path.join(self.root, name))
+
+    def test_the_answer_is_realpaths(self):
+        real_root = os.path.realpath(self.root)
+        for rel in ('', 'tasks', 'rdtvirt-mb10', 'rdtvirt-mb10/tasks',
+                    'rdtvirt-mb10/schemata', 'rdtvirt-mb10/mon_groups',
+                    'rdtvirt-mb10/mon_groups/rdtvirt-m-1/tasks',
+                    'rdtvirt-mb10/mon_groups/rdtvirt-m-2/tasks',
+                    'rdtvirt-mb10/mon_groups/rdtvirt-m-3/tasks',
+                    'rdtvirt-mb10/tasks/x', 'rdtvirt-new', 'rdtvirt-new/x/y',
+                    'rdtvirt-out', 'rdtvirt-out/mon_groups/m/tasks',
+                    'rdtvirt-in/tasks', 'rdtvirt-dangling/tasks',
+                    'rdtvirt-loop/tasks', '../x', 'rdtvirt-mb10/../..',
+                    'rdtvirt-mb10/./tasks'):
+            path = os.path.join(self.root, rel)
+            self.assertEqual(os.path.realpath(path), priv._realpath_below(
+                self.root, real_root, path), rel)
+        for path in (self.outside, '/'):
+            self.assertEqual(os.path.realpath(path), priv._realpath_below(
+                self.root, real_root, path), path)
+
+    def test_names_are_looked_up_once(self):
+        # realpath() stats every prefix from "/": a lookup of each name
+        # for every deeper one. Without links it is not needed at all.
+        path = os.path.join(self.root, 'rdtvirt-mb10', 'mon_groups',
+                            'rdtvirt-m-1', 'tasks')
+        with mock.patch.object(os.path, 'realpath',
+                               side_effect=AssertionError), \
+                mock.patch.object(os, 'lstat', side_effect=AssertionError):
+            self.assertEqual(path, priv._realpath_below(self.root,
+                                                        self.root, path))
+
+    def test_links_out_of_the_root_refused(self):
+        for group, mon in (('rdtvirt-out', None), ('rdtvirt-mb10',
+                                                   'rdtvirt-m-2')):
+            self.assertRaises(ValueError, priv.assign_tasks, group, mon,
+                              [1])
+        self.assertEqual(priv.E_NOTFOUND,
+                         priv.assign_tasks('rdtvirt-dangling', None,
+                                           [1])['error'])
+
+
 def tree(root):
     """Every path below root with its kind and content, to compare."""
     found = {}
