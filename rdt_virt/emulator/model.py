@@ -463,6 +463,8 @@ class ResctrlModel(features.FeatureFiles):
 
     def _inherit(self, tid, tgid, ppid_of):
         """A new thread joins its creator's group, as clone() does."""
+        if not self._members:
+            return      # every thread is in the default group
         parent = self._creator(tid, tgid, ppid_of)
         if parent is not None and parent != tid and parent in self._members:
             self._members[tid] = self._members[parent]

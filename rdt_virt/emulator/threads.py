@@ -50,6 +50,15 @@ def parse_stat(text):
     return ppid, ticks * 1000000000 // _CLK_TCK, cpu
 
 
+def _status_field(text, name):
+    """The first word of field *name* in a ``status`` text, or None."""
+    for line in text.splitlines():
+        key, sep, value = line.partition(':')
+        if sep and key == name:
+            return (value.split() or [None])[0]
+    return None
+
+
 class ProcThreads(object):
     """Thread source backed by a procfs tree (``/proc`` by default)."""
 
@@ -100,8 +109,15 @@ class ProcThreads(object):
         """For a process, the thread of its parent that forked it.
 
         ``/proc/PPID/task/TID/children`` lists the processes each thread
-        created. A new thread's creator is not visible in ``/proc``.
+        created. A new thread's creator is not visible in ``/proc``: for
+        a thread that is not its process's leader, whose ``status`` says
+        so, the answer is None without reading a ``children`` file per
+        thread of the parent (a new QEMU's threads under libvirtd's).
         """
+        status = self._read(os.path.join(self.proc, str(tid), 'status'))
+        tgid = _status_field(status or '', 'Tgid')
+        if tgid is not None and tgid != str(tid):
+            return None
         stat = self._read(os.path.join(self.proc, str(tid), 'stat'))
         if not stat:
             return None

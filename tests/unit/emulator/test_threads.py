@@ -61,3 +61,27 @@ class ProcThreadsTest(base.TestCase):
         os.makedirs(os.path.join(self.proc, '30'))
         self.assertEqual({10: 10}, self.source.tids())
         self.assertEqual([10], list(self.source.snapshot()))
+
+    def write(self, text, *parts):
+        path = os.path.join(self.proc, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+
+    def test_the_creator_of_a_process_not_of_a_thread(self):
+        # Process 10 has threads 10 and 11; its thread 11 forked 20.
+        for tid in (10, 11):
+            self.add(10, tid)
+            self.write('', '10', 'task', str(tid), 'children')
+        self.write('20 ', '10', 'task', '11', 'children')
+        for tid, tgid, ppid in ((20, 20, 10), (21, 20, 10)):
+            self.write('Name:\tx\nTgid:\t%d\nPid:\t%d\n' % (tgid, tid),
+                       str(tid), 'status')
+            self.write(_stat(tid, ppid, 0, 0, 0), str(tid), 'stat')
+        self.assertEqual(11, self.source.creator(20))
+        # A thread of process 20: its status alone answers.
+        read = []
+        real = self.source._read
+        self.source._read = lambda path: read.append(path) or real(path)
+        self.assertIsNone(self.source.creator(21))
+        self.assertEqual([os.path.join(self.proc, '21', 'status')], read)
