@@ -26,6 +26,10 @@ attribute called ``lock`` as a handler, so none is defined.)
 
 Reads follow ``seq_file``: the text is produced when a file is read at
 offset 0 and later offsets continue from that text.
+
+There is no ``flush`` handler: kernfs has none, and libfuse then answers
+the first FLUSH with ENOSYS, after which the kernel sends none, so a
+``close()`` costs no round trip to the daemon.
 """
 
 import errno
@@ -133,9 +137,6 @@ class ResctrlOperations(mfusepy.Operations):
         return 0
 
     def utimens(self, path, times=None):
-        return 0
-
-    def flush(self, path, fh):
         return 0
 
     @_fuse_errors
