@@ -446,26 +446,36 @@ class ResctrlModel(features.FeatureFiles):
             self._snap = (now, self.threads.snapshot())
         return self._snap[1]
 
-    def _creator(self, tid, tgid, ppid_of):
-        """The thread that called clone() for *tid*, as far as known.
+    def _creator(self, tid, tgid, ppid_of, alive=None):
+        """The thread that called clone() for *tid*, as far as it matters.
 
         The thread source may know it (``creator``: a process's parent
         thread from ``/proc/PPID/task/*/children``); otherwise a thread's
-        leader or a process's parent stands in.
+        leader or a process's parent stands in. With *alive* (``tid ->
+        tgid``), a process whose parent has no thread in a group gets
+        None at once: whichever thread forked it, it stays in the default
+        group, and the search would read a file per thread of the parent
+        (libvirtd's, for each new QEMU).
         """
+        ppid = None
+        if tgid == tid and alive is not None:
+            ppid = ppid_of(tid)
+            if ppid is None or (ppid not in self._members and not any(
+                    alive.get(m) == ppid for m in self._members)):
+                return None
         known = getattr(self.threads, 'creator', None)
-        creator = known(tid) if known else None
+        creator = known(tid, tgid) if known else None
         if creator is not None:
             return creator
         if tgid != tid:
             return tgid
-        return ppid_of(tid)
+        return ppid_of(tid) if ppid is None else ppid
 
-    def _inherit(self, tid, tgid, ppid_of):
+    def _inherit(self, tid, tgid, ppid_of, alive=None):
         """A new thread joins its creator's group, as clone() does."""
         if not self._members:
             return      # every thread is in the default group
-        parent = self._creator(tid, tgid, ppid_of)
+        parent = self._creator(tid, tgid, ppid_of, alive)
         if parent is not None and parent != tid and parent in self._members:
             self._members[tid] = self._members[parent]
 
@@ -473,7 +483,7 @@ class ResctrlModel(features.FeatureFiles):
         """Births and deaths since the last look; ``alive``: tid -> tgid."""
         for tid, tgid in alive.items():
             if tid not in self._seen:
-                self._inherit(tid, tgid, ppid_of)
+                self._inherit(tid, tgid, ppid_of, alive)
         for tid in [t for t in self._members if t not in alive]:
             del self._members[tid]
         self._seen = set(alive)

@@ -23,8 +23,9 @@ tests can hand it fake threads. A source has three methods:
 ``lookup(tid)``
     one :class:`ThreadSample` with ``uid``/``suid``, or None when no such
     thread exists (it exited, or never did).
-``creator(tid)`` (optional)
-    the thread that created *tid* when known, else None.
+``creator(tid, tgid)`` (optional)
+    the thread that created *tid*, of process *tgid*, when known, else
+    None.
 
 :class:`ProcThreads` reads them from ``/proc``: a thread's CPU time is
 ``utime + stime`` of ``/proc/<pid>/task/<tid>/stat`` and its CPU the
@@ -48,15 +49,6 @@ def parse_stat(text):
     ticks = int(fields[11]) + int(fields[12])
     cpu = int(fields[36])
     return ppid, ticks * 1000000000 // _CLK_TCK, cpu
-
-
-def _status_field(text, name):
-    """The first word of field *name* in a ``status`` text, or None."""
-    for line in text.splitlines():
-        key, sep, value = line.partition(':')
-        if sep and key == name:
-            return (value.split() or [None])[0]
-    return None
 
 
 class ProcThreads(object):
@@ -105,18 +97,16 @@ class ProcThreads(object):
     def tids(self):
         return {int(tid): int(pid) for pid, tid in self._listing()}
 
-    def creator(self, tid):
+    def creator(self, tid, tgid):
         """For a process, the thread of its parent that forked it.
 
         ``/proc/PPID/task/TID/children`` lists the processes each thread
         created. A new thread's creator is not visible in ``/proc``: for
-        a thread that is not its process's leader, whose ``status`` says
-        so, the answer is None without reading a ``children`` file per
-        thread of the parent (a new QEMU's threads under libvirtd's).
+        a thread that is not its process's leader the answer is None at
+        once, without a ``children`` file read per thread of the parent
+        that could never name it.
         """
-        status = self._read(os.path.join(self.proc, str(tid), 'status'))
-        tgid = _status_field(status or '', 'Tgid')
-        if tgid is not None and tgid != str(tid):
+        if tgid != tid:
             return None
         stat = self._read(os.path.join(self.proc, str(tid), 'stat'))
         if not stat:

@@ -74,14 +74,11 @@ class ProcThreadsTest(base.TestCase):
             self.add(10, tid)
             self.write('', '10', 'task', str(tid), 'children')
         self.write('20 ', '10', 'task', '11', 'children')
-        for tid, tgid, ppid in ((20, 20, 10), (21, 20, 10)):
-            self.write('Name:\tx\nTgid:\t%d\nPid:\t%d\n' % (tgid, tid),
-                       str(tid), 'status')
-            self.write(_stat(tid, ppid, 0, 0, 0), str(tid), 'stat')
-        self.assertEqual(11, self.source.creator(20))
-        # A thread of process 20: its status alone answers.
+        self.write(_stat(20, 10, 0, 0, 0), '20', 'stat')
+        self.assertEqual(11, self.source.creator(20, 20))
+        # A thread of process 20: no children file can name it.
         read = []
         real = self.source._read
         self.source._read = lambda path: read.append(path) or real(path)
-        self.assertIsNone(self.source.creator(21))
-        self.assertEqual([os.path.join(self.proc, '21', 'status')], read)
+        self.assertIsNone(self.source.creator(21, 20))
+        self.assertEqual([], read)
