@@ -35,3 +35,11 @@ class FuseOperationsTest(base.TestCase):
                       self.fusefs.ResctrlOperations.flush)
         self.assertTrue(getattr(self.fusefs.ResctrlOperations.flush,
                                 'libfuse_ignore', False))
+
+    def test_names_looked_up_at_each_use_attributes_kept_a_while(self):
+        # Directories appear and vanish at once; a lookup brings the
+        # attributes, which spare the GETATTR of each directory walked.
+        options = self.fusefs.MOUNT_OPTIONS
+        self.assertEqual(0, options['entry_timeout'])
+        self.assertEqual(0, options['negative_timeout'])
+        self.assertTrue(0 < options['attr_timeout'] <= 1)
