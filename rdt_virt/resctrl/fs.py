@@ -347,11 +347,23 @@ class Resctrl(object):
                 meaning, status or 'empty')
         return status
 
+    @contextlib.contextmanager
+    def _at(self, path):
+        """``(directory fd, name)`` that a change to ``path`` goes through.
+
+        Here ``(None, path)``: changes are made by path. The privileged
+        entrypoints' Resctrl walks to the directory and checks it first,
+        and changes what it checked (:mod:`rdt_virt.privsep.resctrl`).
+        """
+        yield None, path
+
     def _open_for_write(self, path, data):
         # O_TRUNC is what echo(1) and libvirt use; the kernel ignores it,
         # and a plain file (a test tree) then holds exactly what was written.
         try:
-            return os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+            with self._at(path) as (fd, name):
+                return os.open(name, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC,
+                               dir_fd=fd)
         except FileNotFoundError:
             self._missing(path)
         except OSError as e:
@@ -499,7 +511,8 @@ class Resctrl(object):
 
     def _mkdir(self, path, name, what):
         try:
-            os.mkdir(path)
+            with self._at(path) as (fd, leaf):
+                os.mkdir(leaf, dir_fd=fd)
         except FileExistsError:
             raise exception.GroupExists(path=path, group=name,
                                         reason='exists')
@@ -520,7 +533,8 @@ class Resctrl(object):
 
     def _rmdir(self, path):
         try:
-            os.rmdir(path)
+            with self._at(path) as (fd, leaf):
+                os.rmdir(leaf, dir_fd=fd)
         except FileNotFoundError:
             self._missing(os.path.join(path, 'tasks'))
         except OSError as e:
@@ -571,7 +585,10 @@ class Resctrl(object):
         src = self.path(group, name)
         dst = self.path(new_group, name)
         try:
-            os.rename(src, dst)
+            with self._at(src) as (src_fd, src_leaf), \
+                    self._at(dst) as (dst_fd, dst_leaf):
+                os.rename(src_leaf, dst_leaf, src_dir_fd=src_fd,
+                          dst_dir_fd=dst_fd)
         except OSError as e:
             if e.errno == errno.EPERM:
                 # kernfs refuses before resctrl sees it, leaving an old
