@@ -262,7 +262,9 @@ class LibvirtSource(object):
             return None
         try:
             dom = conn.lookupByUUIDString(uuid)
-            if not dom.isActive():
+            # The lookup brings the domain's id, -1 while it is not
+            # running: no second call to libvirtd (isActive()).
+            if dom.ID() < 0:
                 return None
             inst = self._parse(dom)
         except libvirt.libvirtError:

@@ -38,23 +38,37 @@ from rdt_virt.resctrl import telemetry
 LOG = logging.getLogger(__name__)
 
 
+# What one read(2) asks for: more than any counter's line (at most 21
+# bytes; a longer text takes more reads).
+READ_SIZE = 64
+
+
 def read_small(path):
-    """The text of a small file such as a counter, read until EOF.
+    """The bytes of a small file such as a counter.
 
     os.open/os.read rather than open(): a sample reads a thousand counter
-    files, and a text file object costs more than the read itself.
+    files, and a file object costs more than the read itself. A counter
+    is one line, which kernfs's seq_file gives whole to the first read:
+    a read that returns a single line ends it. Anything else (a file of
+    several lines, a text without its newline) is read until EOF.
     """
     fd = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        data = os.read(fd, READ_SIZE)
+        # True for one whole line, and for EOF at once (b'').
+        if data.find(b'\n') == len(data) - 1 and len(data) < READ_SIZE:
+            return data
+        chunks = [data]
+        while data:
+            data = os.read(fd, READ_SIZE)
+            chunks.append(data)
     finally:
         os.close(fd)
-    return b''.join(chunks).decode()
+    return b''.join(chunks)
+
+
+def _parse_event(data):
+    return telemetry.parse_event(data.decode())
 
 
 class Sampling(object):
@@ -79,6 +93,11 @@ class Sampling(object):
         self.ceiling_source = None
         self.rates = {}
         self.last_doc = None
+        # The event files of the groups read at this sample and at the
+        # last (see _files); what to read per group, by kind (_layout).
+        self._paths = {}
+        self._paths_before = {}
+        self._layouts = {}
 
     def set_ceiling(self, caps):
         mon = caps.monitor
@@ -91,7 +110,48 @@ class Sampling(object):
                  'growth is taken for a counter reset',
                  value / ceiling_mod.GB, source)
 
-    def _read(self, counters, dirs, events, parse):
+    def _layout(self, caps, package=False):
+        """``(domains, ((domain, directory), ...), events)`` to read.
+
+        Kept while ``caps`` stays the same object (until a remount).
+        """
+        cached = self._layouts.get(package)
+        if cached is None or cached[0] is not caps:
+            if package:
+                mon = caps.package_monitor
+                dirs = tuple((p, telemetry.pkg_dir(p))
+                             for p in mon.domain_ids)
+                events = tuple(e for e in telemetry.FIXED_POINT_EVENTS
+                               if e in mon.features)
+            else:
+                mon = caps.monitor
+                dirs = tuple((d, 'mon_L3_%02d' % d) for d in mon.domain_ids)
+                events = tuple(sorted(mon.features))
+            cached = (caps, (tuple(d for d, _n in dirs), dirs, events))
+            self._layouts[package] = cached
+        return cached[1]
+
+    def _files(self, counters, dirs, events):
+        """``((domain, event, path), ...)`` of a group's event files.
+
+        Joined once per group and kept while the group is sampled: joining
+        a thousand paths at each sample cost more than reading the files.
+        Names are validated when the paths are first made.
+        """
+        key = (counters, dirs, events)
+        files = self._paths.get(key)
+        if files is None:
+            files = self._paths_before.get(key)
+            if files is None:
+                group, mon = counters
+                base = self.resctrl.path(group, mon, 'mon_data')
+                join = os.path.join
+                files = tuple((dom, event, join(base, name, event))
+                              for dom, name in dirs for event in events)
+            self._paths[key] = files
+        return files
+
+    def _read(self, counters, layout, parse):
         """One Reading of a group's event files, each timed on its own.
 
         The kernel reads the hardware counter when the file is read, so
@@ -99,43 +159,36 @@ class Sampling(object):
         time for all files would blur the rates by however long reading
         the others took.
 
-        :param dirs: ``{domain: directory under mon_data}``.
-        :param parse: turns a file's text into a MonValue.
+        :param layout: ``(domains, ((domain, directory), ...), events)``.
+        :param parse: turns a file's bytes into a MonValue.
         """
-        group, mon = counters
-        values = {}
+        doms, dirs, events = layout
+        values = {dom: {} for dom in doms}
         times = {}
-        # Validated once per group, not once per file.
-        base = self.resctrl.path(group, mon, 'mon_data')
-        join = os.path.join
-        for dom, name in dirs.items():
-            values[dom] = {}
-            for event in events:
-                path = join(base, name, event)
-                t0 = self.clock()
-                try:
-                    text = read_small(path)
-                except FileNotFoundError:
-                    if not os.path.isdir(os.path.dirname(path)):
-                        raise exception.GroupNotFound(path=path,
-                                                      group=mon or group)
-                    continue
-                except OSError as e:
-                    # Some kernels answer EIO for a counter in error.
-                    values[dom][event] = fs.MonValue(None,
-                                                     os.strerror(e.errno))
-                    continue
-                times[(dom, event)] = (t0 + self.clock()) / 2
-                values[dom][event] = parse(text)
+        clock = self.clock
+        for dom, event, path in self._files(counters, dirs, events):
+            t0 = clock()
+            try:
+                data = read_small(path)
+            except FileNotFoundError:
+                if not os.path.isdir(os.path.dirname(path)):
+                    raise exception.GroupNotFound(
+                        path=path, group=counters[1] or counters[0])
+                continue
+            except OSError as e:
+                # Some kernels answer EIO for a counter in error.
+                values[dom][event] = fs.MonValue(None,
+                                                 os.strerror(e.errno))
+                continue
+            times[(dom, event)] = (t0 + clock()) / 2
+            values[dom][event] = parse(data)
         return sampler.Reading(
             source=self.monitoring.source_key(counters),
-            time=self.clock(), values=values, times=times)
+            time=clock(), values=values, times=times)
 
     def read_counters(self, caps, counters):
         """One Reading of a group's L3 counters (CMT, MBM)."""
-        return self._read(
-            counters, {d: 'mon_L3_%02d' % d for d in caps.monitor.domain_ids},
-            sorted(caps.monitor.features), fs.parse_mon_value)
+        return self._read(counters, self._layout(caps), fs.parse_mon_bytes)
 
     def read_package(self, caps, counters):
         """One Reading of a group's package telemetry (Intel AET).
@@ -143,11 +196,8 @@ class Sampling(object):
         ``{package: {event: MonValue}}`` of ``core_energy`` and
         ``activity``.
         """
-        pkg = caps.package_monitor
-        return self._read(
-            counters, {p: telemetry.pkg_dir(p) for p in pkg.domain_ids},
-            [e for e in telemetry.FIXED_POINT_EVENTS if e in pkg.features],
-            telemetry.parse_event)
+        return self._read(counters, self._layout(caps, package=True),
+                          _parse_event)
 
     def _energy(self, caps, uuid, place):
         """Energy figures of one instance (None without telemetry)."""
@@ -168,6 +218,7 @@ class Sampling(object):
             part, limits, levels decided)``.
         """
         mon = self.monitoring
+        self._paths_before, self._paths = self._paths, {}
         rates = {}
         telemetry_on = bool(caps and caps.package_monitor and
                             caps.package_monitor.energy)

@@ -26,9 +26,12 @@ A control group's files show its own RMID plus those of its monitoring
 groups, counting the ones that read successfully; only when every one fails
 does the file show the error (``Unavailable``, ``Error`` or ``Unassigned``).
 
-The model, evaluated lazily whenever a counter is read or a task moves:
-each thread's CPU time since the last evaluation is charged to the group
-that holds it, on the domain of the CPU it last ran on. A thread of the
+The model, evaluated lazily whenever a counter is read: each thread's
+CPU time since the last evaluation is charged to the group that holds it,
+on the domain of the CPU it last ran on. A thread about to move has its
+time set aside for the group it leaves (:meth:`Counters.charge_thread`),
+so a move looks at that thread only, not at every thread of the host; the
+next evaluation charges it with the others. A thread of the
 default group running on a CPU given to another group counts there, as the
 CPU's default CLOSID and RMID apply to it. A CPU-second moves
 ``mbm_bytes_per_cpu_second`` bytes, scaled by the group's ``MB`` throttle
@@ -121,6 +124,8 @@ class Counters(object):
         self._states = {}
         self._cpu_ns = None   # baseline per tid; None until the first update
         self._last = now
+        # Runs set aside by charge_thread() for the next update.
+        self._pending = []
         #: ``f(group, event, dom) -> bool``: does a hardware counter count
         #: this event (False: ``Unassigned``, see :mod:`assign`).
         self.is_assigned = lambda group, event, dom: True
@@ -205,6 +210,11 @@ class Counters(object):
         if first:
             return
         runs, active = [], {}
+        pending, self._pending = self._pending, []
+        for run in pending:
+            if run[0] in self._states:
+                runs.append(run)
+                active.setdefault(run[3], set()).add(run[1])
         for tid, sample in samples.items():
             # A thread born since the last update is charged from zero.
             delta = sample.cpu_ns - previous.get(tid, 0)
@@ -224,6 +234,26 @@ class Counters(object):
             key = (group, ctrl, dom, others)
             charged[key] = charged.get(key, 0.0) + delta / 1e9
         self._charge(charged, dt)
+
+    def charge_thread(self, tid, sample, owner):
+        """Set *tid*'s CPU time since the last update aside for its group.
+
+        For a thread about to move: its past belongs to the group that
+        holds it now, which :meth:`update` charges at its next call, over
+        the time that call covers, as if it had read every thread now.
+
+        :param sample: the thread's sample (``cpu_ns``, ``cpu``), now.
+        :param owner: as for :meth:`update`, before the move.
+        """
+        if self._cpu_ns is None:
+            return
+        delta = sample.cpu_ns - self._cpu_ns.get(tid, 0)
+        self._cpu_ns[tid] = sample.cpu_ns
+        dom = self.cpu_domains.get(sample.cpu)
+        if delta <= 0 or dom is None:
+            return
+        group, ctrl = owner(tid, sample.cpu)
+        self._pending.append((group, ctrl, dom, sample.cpu, delta))
 
     def _advance_injected(self, dt):
         if not dt:

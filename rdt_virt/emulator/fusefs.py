@@ -15,9 +15,18 @@
 The mount uses the options libvirt needs to see a live resctrl (DESIGN.md
 section 8): ``fsname=resctrl,subtype=resctrl`` (``fuse.resctrl`` in
 ``/proc/mounts``), ``direct_io`` so every ``read()``/``write()`` reaches us
-and a write is one command as on kernfs, zero attribute and entry timeouts
-so that directories appear and vanish immediately, ``allow_other`` and
+and a write is one command as on kernfs, a zero entry timeout so that
+directories appear and vanish immediately, ``allow_other`` and
 ``default_permissions`` so that the kernel checks the 0644/0444 modes.
+
+With a zero entry timeout every name of a path is looked up again at each
+use, and a lookup brings the node's attributes: a ``stat()`` of a path is
+as fresh as ever. The one-second attribute timeout only spares the
+GETATTR that the kernel would otherwise send for each directory a path
+walk passes through, to check its permissions (half of the round trips
+of an agent's start event); what it may show up to a second late is the
+mount root's link count after a remount through the control socket, and
+``fstat()`` of a file held open.
 
 Locking is left to the kernel: an Operations class without ``flock``/``lock``
 makes FUSE keep ``flock()`` locks locally, which is what libvirt's
@@ -26,6 +35,10 @@ attribute called ``lock`` as a handler, so none is defined.)
 
 Reads follow ``seq_file``: the text is produced when a file is read at
 offset 0 and later offsets continue from that text.
+
+There is no ``flush`` handler: kernfs has none, and libfuse then answers
+the first FLUSH with ENOSYS, after which the kernel sends none, so a
+``close()`` costs no round trip to the daemon.
 """
 
 import errno
@@ -46,7 +59,7 @@ MOUNT_OPTIONS = {
     'fsname': 'resctrl',
     'subtype': 'resctrl',
     'direct_io': True,
-    'attr_timeout': 0,
+    'attr_timeout': 1,          # seconds; see the module's docstring
     'entry_timeout': 0,
     'negative_timeout': 0,
     'allow_other': True,
@@ -133,9 +146,6 @@ class ResctrlOperations(mfusepy.Operations):
         return 0
 
     def utimens(self, path, times=None):
-        return 0
-
-    def flush(self, path, fh):
         return 0
 
     @_fuse_errors

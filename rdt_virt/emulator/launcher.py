@@ -257,7 +257,8 @@ def mount(mountpoint, profile='reference', control_socket=None,
     if limbo_delay is not None:
         cmd += ['--limbo-delay', str(limbo_delay)]
     if debug:
-        cmd.append('--debug')
+        # An option of the command, not of its mount subcommand.
+        cmd.insert(3, '--debug')
     if mba_effect:
         cmd.append('--mba-effect')
     # The child must import this very rdt_virt, wherever it came from.

@@ -446,24 +446,36 @@ class ResctrlModel(features.FeatureFiles):
             self._snap = (now, self.threads.snapshot())
         return self._snap[1]
 
-    def _creator(self, tid, tgid, ppid_of):
-        """The thread that called clone() for *tid*, as far as known.
+    def _creator(self, tid, tgid, ppid_of, alive=None):
+        """The thread that called clone() for *tid*, as far as it matters.
 
         The thread source may know it (``creator``: a process's parent
         thread from ``/proc/PPID/task/*/children``); otherwise a thread's
-        leader or a process's parent stands in.
+        leader or a process's parent stands in. With *alive* (``tid ->
+        tgid``), a process whose parent has no thread in a group gets
+        None at once: whichever thread forked it, it stays in the default
+        group, and the search would read a file per thread of the parent
+        (libvirtd's, for each new QEMU).
         """
+        ppid = None
+        if tgid == tid and alive is not None:
+            ppid = ppid_of(tid)
+            if ppid is None or (ppid not in self._members and not any(
+                    alive.get(m) == ppid for m in self._members)):
+                return None
         known = getattr(self.threads, 'creator', None)
-        creator = known(tid) if known else None
+        creator = known(tid, tgid) if known else None
         if creator is not None:
             return creator
         if tgid != tid:
             return tgid
-        return ppid_of(tid)
+        return ppid_of(tid) if ppid is None else ppid
 
-    def _inherit(self, tid, tgid, ppid_of):
+    def _inherit(self, tid, tgid, ppid_of, alive=None):
         """A new thread joins its creator's group, as clone() does."""
-        parent = self._creator(tid, tgid, ppid_of)
+        if not self._members:
+            return      # every thread is in the default group
+        parent = self._creator(tid, tgid, ppid_of, alive)
         if parent is not None and parent != tid and parent in self._members:
             self._members[tid] = self._members[parent]
 
@@ -471,7 +483,7 @@ class ResctrlModel(features.FeatureFiles):
         """Births and deaths since the last look; ``alive``: tid -> tgid."""
         for tid, tgid in alive.items():
             if tid not in self._seen:
-                self._inherit(tid, tgid, ppid_of)
+                self._inherit(tid, tgid, ppid_of, alive)
         for tid in [t for t in self._members if t not in alive]:
             del self._members[tid]
         self._seen = set(alive)
@@ -500,6 +512,21 @@ class ResctrlModel(features.FeatureFiles):
             self.telemetry.update(
                 samples, lambda tid, cpu: self._effective(tid, cpu)[0].rmid,
                 self.profile.cpu_domains(self.online_cpus), self.clock())
+
+    def _charge_past(self, tid, sample):
+        """Charge a thread about to move to the group it leaves.
+
+        Its own sample is enough: the kernel moves a task without looking
+        at the others, and reading every thread of the host at each move
+        made a write to ``tasks`` cost milliseconds per thread.
+        """
+        if self.profile.mon:
+            self.counters.charge_thread(tid, sample, self._effective)
+        if self.telemetry is not None:
+            self.telemetry.charge_thread(
+                tid, sample,
+                lambda tid, cpu: self._effective(tid, cpu)[0].rmid,
+                self.profile.cpu_domains(self.online_cpus))
 
     def _effective(self, tid, cpu):
         """``(RMID group, CLOSID group)`` that *tid* uses on *cpu*.
@@ -731,7 +758,7 @@ class ResctrlModel(features.FeatureFiles):
         if group.kind == MON and current.closid != group.closid:
             raise kparse.KernelError(
                 errno.EINVAL, "Can't move task to different control group\n")
-        self._update_counters()   # charge the past to the old group
+        self._charge_past(tid, sample)
         if group is self.root:
             self._members.pop(tid, None)
         else:

@@ -163,6 +163,23 @@ class Telemetry(object):
             if rmid is not None:
                 self.charge(rmid, package, delta / 1e9)
 
+    def charge_thread(self, tid, sample, owner, package_of):
+        """Charge one thread's CPU time since the last update now.
+
+        For a thread about to move (see :meth:`update`'s arguments): its
+        past belongs to the RMID that holds it now.
+        """
+        if self._cpu_ns is None:
+            return
+        delta = sample.cpu_ns - self._cpu_ns.get(tid, 0)
+        self._cpu_ns[tid] = sample.cpu_ns
+        package = package_of.get(sample.cpu)
+        if delta <= 0 or package is None:
+            return
+        rmid = owner(tid, sample.cpu)
+        if rmid is not None:
+            self.charge(rmid, package, delta / 1e9)
+
     def read_raw(self, rmids, package, event):
         """Sum of the raw counters of *rmids*, or None when none has data."""
         total, valid = 0, False

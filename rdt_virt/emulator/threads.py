@@ -23,8 +23,9 @@ tests can hand it fake threads. A source has three methods:
 ``lookup(tid)``
     one :class:`ThreadSample` with ``uid``/``suid``, or None when no such
     thread exists (it exited, or never did).
-``creator(tid)`` (optional)
-    the thread that created *tid* when known, else None.
+``creator(tid, tgid)`` (optional)
+    the thread that created *tid*, of process *tgid*, when known, else
+    None.
 
 :class:`ProcThreads` reads them from ``/proc``: a thread's CPU time is
 ``utime + stime`` of ``/proc/<pid>/task/<tid>/stat`` and its CPU the
@@ -96,12 +97,17 @@ class ProcThreads(object):
     def tids(self):
         return {int(tid): int(pid) for pid, tid in self._listing()}
 
-    def creator(self, tid):
+    def creator(self, tid, tgid):
         """For a process, the thread of its parent that forked it.
 
         ``/proc/PPID/task/TID/children`` lists the processes each thread
-        created. A new thread's creator is not visible in ``/proc``.
+        created. A new thread's creator is not visible in ``/proc``: for
+        a thread that is not its process's leader the answer is None at
+        once, without a ``children`` file read per thread of the parent
+        that could never name it.
         """
+        if tgid != tid:
+            return None
         stat = self._read(os.path.join(self.proc, str(tid), 'stat'))
         if not stat:
             return None

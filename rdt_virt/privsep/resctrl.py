@@ -29,7 +29,9 @@ caller:
   printable ASCII lines (what Python and the kernel split alike);
 * every path the call touches, and the directory it creates in, must
   resolve below the resctrl root (a symlink out of it is refused; the
-  real resctrl has none, but the root is configurable);
+  real resctrl has none, but the root is configurable); where the path
+  holds no link, the change is made from the directory that was checked
+  (:func:`beneath`);
 * lists and texts have size limits (:data:`MAX_TIDS`,
   :data:`MAX_SCHEMATA`, 255 characters per name).
 
@@ -39,9 +41,11 @@ code from :data:`ERRORS`, so nothing but plain data crosses the privsep
 channel.
 """
 
+import contextlib
 import errno
 import os
 import re
+import stat
 
 from oslo_config import cfg
 
@@ -96,8 +100,8 @@ def _chunks(tids):
 
 
 def _resctrl():
-    return fs.Resctrl(CONF.rdt.resctrl_root, CONF.rdt.group_prefix,
-                      osrelease=CONF.rdt.kernel_release_file)
+    return _Beneath(CONF.rdt.resctrl_root, CONF.rdt.group_prefix,
+                    osrelease=CONF.rdt.kernel_release_file)
 
 
 _is_libvirt = names.is_libvirt_group
@@ -168,14 +172,72 @@ def check_schemata(text):
     return text
 
 
-def check_path(rc, path):
-    """Raise ValueError unless ``path`` resolves below the resctrl root."""
-    root = os.path.realpath(rc.root)
+# Each step of a walk below the root: a directory, never through a link
+# (O_NOFOLLOW | O_DIRECTORY fails on one, with ENOTDIR or ELOOP).
+_WALK = os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_DIRECTORY
+
+
+def beneath(top, path):
+    """``(directory fd, name)`` to change ``path`` through, checked.
+
+    :raises ValueError: unless ``path`` resolves below ``top`` as
+        os.path.realpath() resolves it.
+
+    realpath() stats every prefix of the path from ``/``, looking the
+    first names below the root up again for each deeper one, and a change
+    by path looks them all up once more: on the emulator's FUSE resctrl
+    every lookup is a round trip to its daemon. The walk goes down from
+    the root's real path with O_PATH descriptors, one lookup a name; when
+    it meets only directories (the last name may be anything but a link,
+    or missing) it returns the last of them, for the change to be made
+    there: what was checked is then what changes, whatever happens to the
+    path meanwhile. Anything else (a link, a missing directory, an error)
+    is checked with realpath() and changed by path: ``(None, path)``.
+    """
+    real_top = os.path.realpath(top)
+    rel = os.path.relpath(path, top)
+    parts = rel.split(os.sep)
+    if rel != os.curdir and not os.path.isabs(rel) and not (
+            {os.pardir, os.curdir} & set(parts)):
+        fd = None
+        try:
+            fd = os.open(real_top, _WALK)
+            for name in parts[:-1]:
+                parent, fd = fd, None
+                try:
+                    fd = os.open(name, _WALK, dir_fd=parent)
+                finally:
+                    os.close(parent)
+            try:
+                link = stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd,
+                                            follow_symlinks=False).st_mode)
+            except FileNotFoundError:
+                link = False        # one to make
+            if not link:
+                found, fd = fd, None
+                return found, parts[-1]
+        except OSError:
+            pass
+        finally:
+            if fd is not None:
+                os.close(fd)
     real = os.path.realpath(path)
-    if real != root and not real.startswith(root + os.sep):
-        raise ValueError('%s is outside the resctrl root %s'
-                         % (path, rc.root))
-    return path
+    if real != real_top and not real.startswith(real_top + os.sep):
+        raise ValueError('%s is outside the resctrl root %s' % (path, top))
+    return None, path
+
+
+class _Beneath(fs.Resctrl):
+    """A Resctrl whose every change is checked by :func:`beneath` first."""
+
+    @contextlib.contextmanager
+    def _at(self, path):
+        fd, name = beneath(self.root, path)
+        try:
+            yield fd, name
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 def _failure(e):
@@ -213,7 +275,6 @@ def create_group(name):
     """mkdir control group ``name`` (rdt-virt's or libvirt's)."""
     check_control_group(name)
     rc = _resctrl()
-    check_path(rc, rc.path(name))
     return _run(rc.create_group, name, True)
 
 
@@ -222,7 +283,6 @@ def remove_group(name):
     """rmdir control group ``name``; only rdt-virt's own."""
     check_control_group(name, allow_libvirt=False)
     rc = _resctrl()
-    check_path(rc, rc.path(name))
     return _run(rc.remove_group, name)
 
 
@@ -232,7 +292,6 @@ def create_mon_group(group, name):
     check_control_group(group, allow_root=True)
     check_mon_group(name)
     rc = _resctrl()
-    check_path(rc, rc.path(group, name))
     return _run(rc.create_mon_group, name, group, True)
 
 
@@ -242,7 +301,6 @@ def remove_mon_group(group, name):
     check_control_group(group, allow_root=True)
     check_mon_group(name)
     rc = _resctrl()
-    check_path(rc, rc.path(group, name))
     return _run(rc.remove_mon_group, name, group, True)
 
 
@@ -253,8 +311,6 @@ def move_mon_group(name, group, new_group):
     check_control_group(group, allow_root=True)
     check_control_group(new_group, allow_root=True)
     rc = _resctrl()
-    check_path(rc, rc.path(group, name))
-    check_path(rc, rc.path(new_group, name))
     return _run(rc.move_mon_group, name, group, new_group, True)
 
 
@@ -273,7 +329,6 @@ def assign_counter(group, mon_group, event, state):
     if state not in (fs.ASSIGNED, fs.UNASSIGNED):
         raise ValueError('invalid assignment %r' % (state,))
     rc = _resctrl()
-    check_path(rc, rc.path(group, mon_group, fs.ASSIGNMENTS))
     return _run(rc.write_assignment, group, mon_group, event, state)
 
 
@@ -283,7 +338,6 @@ def write_schemata(group, text):
     check_control_group(group, allow_root=True)
     check_schemata(text)
     rc = _resctrl()
-    check_path(rc, rc.path(group, None, 'schemata'))
     return _run(rc.write_schemata, group, text)
 
 
@@ -300,7 +354,6 @@ def assign_tasks(group, mon_group, tids):
         check_mon_group(mon_group)
     tids = check_tids(tids)
     rc = _resctrl()
-    check_path(rc, rc.path(group, mon_group, 'tasks'))
     moved, gone = [], []
     refusal = None
     if len(tids) > 1 and _MULTI_TID['supported'] is not False:

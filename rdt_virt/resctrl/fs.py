@@ -68,6 +68,9 @@ _MON_DIR = re.compile(r'^mon_L3_(\d+)$')
 # Package telemetry domains (Intel AET, 7.0): one per processor package.
 _PKG_DIR = re.compile(r'^mon_PERF_PKG_(\d+)$')
 _NAME = re.compile(r'[A-Za-z0-9_.:+@-]{1,255}')
+# Bytes asked for by each read of a group file: a tasks file of a few
+# thousand threads in one.
+_READ_SIZE = 65536
 
 MonValue = collections.namedtuple('MonValue', ['value', 'reason'])
 MonValue.__doc__ = """A monitoring counter: ``value`` in bytes, or None with
@@ -186,6 +189,24 @@ def parse_mon_value(text):
     return MonValue(None, 'unparsable %r' % text[:40])
 
 
+# A sentinel as the kernel prints it, and its value (MonValue is a tuple).
+_SENTINEL_LINES = {('%s\n' % s).encode(): MonValue(None, s)
+                   for s in SENTINELS}
+
+
+def parse_mon_bytes(data):
+    """:func:`parse_mon_value` of a counter file's bytes, as read.
+
+    A sample parses a thousand counters: a decimal or a sentinel and its
+    newline, the common cases, are taken without decoding the text.
+    """
+    digits = data[:-1] if data.endswith(b'\n') else data
+    # bytes.isdigit() takes ASCII digits only, as the text check does.
+    if digits.isdigit() and len(digits) <= 20:
+        return MonValue(int(digits), None)
+    return _SENTINEL_LINES.get(data) or parse_mon_value(data.decode())
+
+
 def _subdirs(path):
     """Sorted names of the directories in ``path``.
 
@@ -249,14 +270,28 @@ class Resctrl(object):
     # Low-level I/O ---------------------------------------------------------
 
     def _read(self, path):
+        # os.open/os.read: open() would also fstat the file twice and ask
+        # whether it is a terminal, each a round trip on a FUSE resctrl.
         try:
-            with open(path) as f:
-                return f.read()
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             self._missing(path)
         except OSError as e:
             raise exception.ResctrlError(path=path,
                                          reason=os.strerror(e.errno))
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, _READ_SIZE)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError as e:
+            raise exception.ResctrlError(path=path,
+                                         reason=os.strerror(e.errno))
+        finally:
+            os.close(fd)
+        return b''.join(chunks).decode()
 
     def _missing(self, path):
         """Raise the error that explains why ``path`` does not exist.
@@ -312,11 +347,23 @@ class Resctrl(object):
                 meaning, status or 'empty')
         return status
 
+    @contextlib.contextmanager
+    def _at(self, path):
+        """``(directory fd, name)`` that a change to ``path`` goes through.
+
+        Here ``(None, path)``: changes are made by path. The privileged
+        entrypoints' Resctrl walks to the directory and checks it first,
+        and changes what it checked (:mod:`rdt_virt.privsep.resctrl`).
+        """
+        yield None, path
+
     def _open_for_write(self, path, data):
         # O_TRUNC is what echo(1) and libvirt use; the kernel ignores it,
         # and a plain file (a test tree) then holds exactly what was written.
         try:
-            return os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+            with self._at(path) as (fd, name):
+                return os.open(name, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC,
+                               dir_fd=fd)
         except FileNotFoundError:
             self._missing(path)
         except OSError as e:
@@ -464,7 +511,8 @@ class Resctrl(object):
 
     def _mkdir(self, path, name, what):
         try:
-            os.mkdir(path)
+            with self._at(path) as (fd, leaf):
+                os.mkdir(leaf, dir_fd=fd)
         except FileExistsError:
             raise exception.GroupExists(path=path, group=name,
                                         reason='exists')
@@ -485,7 +533,8 @@ class Resctrl(object):
 
     def _rmdir(self, path):
         try:
-            os.rmdir(path)
+            with self._at(path) as (fd, leaf):
+                os.rmdir(leaf, dir_fd=fd)
         except FileNotFoundError:
             self._missing(os.path.join(path, 'tasks'))
         except OSError as e:
@@ -536,7 +585,10 @@ class Resctrl(object):
         src = self.path(group, name)
         dst = self.path(new_group, name)
         try:
-            os.rename(src, dst)
+            with self._at(src) as (src_fd, src_leaf), \
+                    self._at(dst) as (dst_fd, dst_leaf):
+                os.rename(src_leaf, dst_leaf, src_dir_fd=src_fd,
+                          dst_dir_fd=dst_fd)
         except OSError as e:
             if e.errno == errno.EPERM:
                 # kernfs refuses before resctrl sees it, leaving an old

@@ -13,6 +13,7 @@
 """The libvirt source, against libvirt's in-process test driver."""
 
 import queue
+from unittest import mock
 import uuid as uuid_mod
 
 from rdt_virt.agent import domains
@@ -128,6 +129,18 @@ class TestLibvirtSource(base.TestCase):
         self.assertEqual(30, self.source.instance(uuid).bandwidth.value)
         dom.destroy()
         self.assertIsNone(self.source.instance(uuid))
+
+    def test_instance_of_a_defined_domain_only_while_it_runs(self):
+        uuid = str(uuid_mod.uuid4())
+        dom = self.conn.defineXML(xml('instance-' + uuid[:8], uuid, 40))
+        self.addCleanup(dom.undefine)
+        # The lookup says whether it runs (its id): no second call.
+        with mock.patch.object(self.libvirt.virDomain, 'isActive',
+                               side_effect=AssertionError):
+            self.assertIsNone(self.source.instance(uuid))
+            dom.create()
+            self.addCleanup(dom.destroy)
+            self.assertEqual(40, self.source.instance(uuid).bandwidth.value)
 
     def test_lost_connection(self):
         self.source._on_close(self.source._conn, 0, None)

@@ -109,6 +109,104 @@ class TestValidation(PrivsepTestCase):
         self.assertTrue(priv.create_group('other-mb10')['ok'])
 
 
+class TestBeneath(PrivsepTestCase):
+    """Checked as realpath() resolves them, changed where checked."""
+
+    def setUp(self):
+        super().setUp()
+        self.outside = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(self.outside, 'mon_groups', 'm'))
+        group = os.path.join(self.root, 'rdtvirt-mb10')
+        os.makedirs(os.path.join(group, 'mon_groups', 'rdtvirt-m-1'))
+        open(os.path.join(group, 'tasks'), 'w').close()
+        links = {
+            'rdtvirt-out': self.outside,              # out of the root
+            'rdtvirt-in': group,                      # to inside it
+            'rdtvirt-dangling': os.path.join(self.root, 'nowhere'),
+            'rdtvirt-loop': os.path.join(self.root, 'rdtvirt-loop'),
+            'rdtvirt-mb10/mon_groups/rdtvirt-m-2': self.outside,
+            'rdtvirt-mb10/schemata': os.path.join(self.outside, 'x'),
+        }
+        for name, target in links.items():
+            os.symlink(target, os.path.join(self.root, name))
+
+    def test_the_check_is_realpaths(self):
+        real_root = os.path.realpath(self.root)
+        for rel in ('', 'tasks', 'rdtvirt-mb10', 'rdtvirt-mb10/tasks',
+                    'rdtvirt-mb10/schemata', 'rdtvirt-mb10/mon_groups',
+                    'rdtvirt-mb10/mon_groups/rdtvirt-m-1/tasks',
+                    'rdtvirt-mb10/mon_groups/rdtvirt-m-2/tasks',
+                    'rdtvirt-mb10/mon_groups/rdtvirt-m-3',
+                    'rdtvirt-mb10/tasks/x', 'rdtvirt-new', 'rdtvirt-new/x/y',
+                    'rdtvirt-out', 'rdtvirt-out/mon_groups/m/tasks',
+                    'rdtvirt-in/tasks', 'rdtvirt-dangling/tasks',
+                    'rdtvirt-loop/tasks', '../x', 'rdtvirt-mb10/../..',
+                    'rdtvirt-mb10/./tasks', self.outside, '/'):
+            path = os.path.join(self.root, rel)
+            real = os.path.realpath(path)
+            if real != real_root and not real.startswith(real_root + '/'):
+                self.assertRaises(ValueError, priv.beneath, self.root, path)
+                continue
+            fd, name = priv.beneath(self.root, path)
+            if fd is None:
+                self.assertEqual(path, name, rel)
+                continue
+            # The directory the name is in, reached without a link.
+            self.addCleanup(os.close, fd)
+            self.assertEqual(os.path.dirname(real),
+                             os.readlink('/proc/self/fd/%d' % fd), rel)
+            self.assertEqual(os.path.basename(real), name, rel)
+
+    def test_names_are_looked_up_once(self):
+        # realpath() stats every prefix from "/": a lookup of each name
+        # for every deeper one. Below the root, without links, it is not
+        # needed at all.
+        path = os.path.join(self.root, 'rdtvirt-mb10', 'mon_groups',
+                            'rdtvirt-m-1', 'tasks')
+        real = os.path.realpath
+
+        def root_only(p):
+            self.assertEqual(self.root, p)
+            return real(p)
+        with mock.patch.object(os.path, 'realpath', side_effect=root_only):
+            fd, name = priv.beneath(self.root, path)
+        os.close(fd)
+        self.assertEqual('tasks', name)
+
+    def test_the_change_is_where_the_check_was(self):
+        # The group is swapped for a link out of the root after the
+        # check: the write still goes to the directory that was checked.
+        group = os.path.join(self.root, 'rdtvirt-mb10')
+        fd, name = priv.beneath(self.root, os.path.join(group, 'tasks'))
+        self.addCleanup(os.close, fd)
+        os.rename(group, group + '-old')
+        os.symlink(self.outside, group)
+        out = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, b'1\n')
+        os.close(out)
+        with open(os.path.join(group + '-old', 'tasks')) as f:
+            self.assertEqual('1\n', f.read())
+        self.assertFalse(os.path.exists(os.path.join(self.outside,
+                                                     'tasks')))
+
+    def test_links_out_of_the_root_refused(self):
+        for group, mon in (('rdtvirt-out', None), ('rdtvirt-mb10',
+                                                   'rdtvirt-m-2')):
+            self.assertRaises(ValueError, priv.assign_tasks, group, mon,
+                              [1])
+        self.assertEqual(priv.E_NOTFOUND,
+                         priv.assign_tasks('rdtvirt-dangling', None,
+                                           [1])['error'])
+        # A link inside the root is followed, as before.
+        schemata = os.path.join(self.root, 'rdtvirt-mb10', 'schemata')
+        os.unlink(schemata)
+        open(schemata, 'w').close()
+        self.assertTrue(priv.write_schemata('rdtvirt-in',
+                                            'MB:0=10\n')['ok'])
+        with open(schemata) as f:
+            self.assertEqual('MB:0=10\n', f.read())
+
+
 def tree(root):
     """Every path below root with its kind and content, to compare."""
     found = {}

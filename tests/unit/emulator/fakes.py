@@ -34,7 +34,7 @@ class FakeThreads(object):
             self.creators[tid] = creator
         return tid
 
-    def creator(self, tid):
+    def creator(self, tid, tgid):
         return self.creators.get(tid)
 
     def run(self, tid, seconds, cpu=None):

@@ -70,6 +70,39 @@ class ModelTest(CounterTestCase):
         self.assertEqual(units(0.5 * GIB), self.counter('g1', 0))
         self.assertEqual(2 * GIB, self.counter('', 0))
 
+    def test_a_move_looks_at_the_moved_threads_only(self):
+        snapshots = []
+        real = self.threads.snapshot
+        self.threads.snapshot = lambda: snapshots.append(1) or real()
+        self.write('/g1/tasks', '100,101')
+        self.write('/g1/mon_groups/m1/tasks', '101')
+        self.write('/tasks', '100')
+        self.assertEqual([], snapshots)
+
+    def test_the_past_of_each_move_stays_with_its_group(self):
+        self.tree.mkdir('/g2')
+        self.busy(100, 0.5, cpu=0)
+        self.write('/g1/tasks', '100')
+        self.busy(100, 0.25, cpu=0)
+        self.write('/g1/mon_groups/m1/tasks', '100')
+        self.busy(100, 0.125, cpu=1)
+        self.write('/g2/tasks', '100')
+        self.busy(100, 0.5, cpu=1)
+        # No counter was read between the moves.
+        self.assertEqual(GIB, self.counter('', 0))
+        self.assertEqual(units(0.5 * GIB), self.counter('g1', 0))
+        self.assertEqual(units(0.25 * GIB),
+                         self.counter('g1/mon_groups/m1', 1))
+        self.assertEqual(units(0.25 * GIB), self.counter('g1', 1))
+        self.assertEqual(GIB, self.counter('g2', 1))
+
+    def test_the_past_of_a_moved_thread_outlives_it(self):
+        self.busy(100, 0.5, cpu=1)
+        self.write('/g1/tasks', '100')
+        self.threads.exit(100)
+        self.assertEqual(GIB, self.counter('', 1))
+        self.assertEqual('Unavailable', self.counter('g1', 1))
+
     def test_control_group_sums_its_mon_groups(self):
         self.write('/g1/tasks', '100,101')
         self.write('/g1/mon_groups/m1/tasks', '101')

@@ -107,6 +107,20 @@ class TestAet(fakes.ModelTestCase):
         self.assertEqual('3.199997\n', self.read(
             '/g1/mon_data/mon_PERF_PKG_00/core_energy'))
 
+    def test_energy_before_a_move_stays_with_the_old_rmid(self):
+        self.tree.mkdir('/g1')
+        self.model.refresh()
+        self.threads.run(100, 2.0, cpu=0)
+        self.clock.advance(2.0)
+        self.write('/g1/tasks', '100\n')
+        self.threads.run(100, 2.0, cpu=0)
+        self.clock.advance(2.0)
+        self.assertEqual('3.199997\n', self.read(
+            '/g1/mon_data/mon_PERF_PKG_00/core_energy'))
+        root = self.model.telemetry.truth(self.model.root.rmid, 0,
+                                          'core_energy')
+        self.assertEqual(3.2, float(root))
+
     def test_injected_rate(self):
         self.tree.mkdir('/g1')
         self.model.refresh()

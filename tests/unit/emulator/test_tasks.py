@@ -144,6 +144,17 @@ class TasksTest(fakes.ModelTestCase):
             '/mon_groups/r1/tasks', '500')
         self.assertEqual([100, 500], self.tasks('/g2'))
 
+    def test_no_creator_search_where_no_parent_is_in_a_group(self):
+        self.write('/g1/tasks', '100')
+        asked = []
+        real = self.threads.creator
+        self.threads.creator = lambda tid, tgid: (asked.append(tid) or
+                                                  real(tid, tgid))
+        self.threads.add(300, ppid=101)     # forked by the default group
+        self.threads.add(301, ppid=100)     # forked by g1
+        self.assertEqual([100, 301], self.tasks('/g1'))
+        self.assertEqual([301], asked)
+
     def test_creator_thread_decides(self):
         # Thread 101 of process 100 sits in g2, the leader in g1.
         self.threads.add(101, tgid=100)

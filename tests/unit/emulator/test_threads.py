@@ -61,3 +61,24 @@ class ProcThreadsTest(base.TestCase):
         os.makedirs(os.path.join(self.proc, '30'))
         self.assertEqual({10: 10}, self.source.tids())
         self.assertEqual([10], list(self.source.snapshot()))
+
+    def write(self, text, *parts):
+        path = os.path.join(self.proc, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+
+    def test_the_creator_of_a_process_not_of_a_thread(self):
+        # Process 10 has threads 10 and 11; its thread 11 forked 20.
+        for tid in (10, 11):
+            self.add(10, tid)
+            self.write('', '10', 'task', str(tid), 'children')
+        self.write('20 ', '10', 'task', '11', 'children')
+        self.write(_stat(20, 10, 0, 0, 0), '20', 'stat')
+        self.assertEqual(11, self.source.creator(20, 20))
+        # A thread of process 20: no children file can name it.
+        read = []
+        real = self.source._read
+        self.source._read = lambda path: read.append(path) or real(path)
+        self.assertIsNone(self.source.creator(21, 20))
+        self.assertEqual([], read)

@@ -459,6 +459,20 @@ class TestErrors(ResctrlTestCase):
                                     variants.SHARED, None)
         self.assertNotIn('Group busy', str(exc))
 
+    def test_read_refused(self):
+        # Some kernels answer EIO for a group in error, at open or read.
+        for call in ('open', 'read'):
+            with mock.patch.object(fs.os, call,
+                                   side_effect=OSError(errno.EIO, 'x')):
+                exc = self.assertRaises(exception.ResctrlError,
+                                        self.rc.read_tasks, 'batch')
+            self.assertIn(os.strerror(errno.EIO), str(exc))
+
+    def test_long_files_are_read_whole(self):
+        tids = list(range(1, 20001))
+        self.tree.write(''.join('%d\n' % t for t in tids), 'batch', 'tasks')
+        self.assertEqual(tids, self.rc.read_tasks('batch'))
+
     def test_open_refused(self):
         with mock.patch.object(fs.os, 'open',
                                side_effect=PermissionError(errno.EACCES,
@@ -549,6 +563,15 @@ class TestPureHelpers(base.TestCase):
             self.assertTrue(value.reason.startswith('unparsable'))
         self.assertEqual(2 ** 64 - 1,
                          fs.parse_mon_value(str(2 ** 64 - 1)).value)
+
+    def test_mon_bytes_parse_as_the_text(self):
+        for text in ('12386304\n', '0', '', '\n', 'Unavailable\n', 'Error',
+                     'Unassigned\n', 'Unavailable\n\n', ' 7\n', '7 \n',
+                     '-1\n', '+5', '1_000', '\u0663\n', '0x10', '1.5',
+                     '9' * 20 + '\n', '9' * 21 + '\n', '9' * 5000,
+                     str(2 ** 64 - 1) + '\n', '12\r\n', 'n/a\n'):
+            self.assertEqual(fs.parse_mon_value(text),
+                             fs.parse_mon_bytes(text.encode()), repr(text))
 
     def test_tasks_and_cpu_lists_refuse_garbage(self):
         for text in ('-1', '1_0', '\u0663', '1.5', '9' * 11, 'x'):
