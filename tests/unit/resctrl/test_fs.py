@@ -601,6 +601,20 @@ class TestPureHelpers(base.TestCase):
         self.assertRaises(exception.InvalidGroupName, rc.create_group,
                           'rdtvirt-../x')
 
+    def test_read_text_as_open_gives_it(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        rc = fs.Resctrl(tmp)
+        for data in (b'', b'4201\n4202\n', b'L3:0=7ff\r\nMB:0=10\r',
+                     b'x' * 200000, '\u00e9t\u00e9\n'.encode()):
+            path = os.path.join(tmp, 'f')
+            with open(path, 'wb') as f:
+                f.write(data)
+            with open(path) as f:
+                expected = f.read()
+            self.assertEqual(expected, rc._read(path))
+        self.assertRaises(exception.ResctrlError, rc._read, tmp)
+
 
 _TRY_LOCK = '''
 import fcntl, os, sys
