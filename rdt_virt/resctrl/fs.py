@@ -246,6 +246,11 @@ class Resctrl(object):
         self._lock = threading.RLock()
         self._lock_depth = 0
         self._lock_fd = None
+        # (group, mon_group, *parts) -> path: the agent reads the same
+        # files every tick, and a name valid once stays valid.
+        self._paths = {}
+        # ((mountinfo text, root), options) of the last mount_options().
+        self._mounted = (None, None)
 
     # Paths -----------------------------------------------------------------
 
@@ -256,6 +261,18 @@ class Resctrl(object):
         the group's monitoring groups. Names are validated, so the result
         always lies below the root.
         """
+        key = (group, mon_group) + parts
+        try:
+            return self._paths[key]
+        except (KeyError, TypeError):     # TypeError: not a name at all
+            pass
+        found = self._path(group, mon_group, *parts)
+        if len(self._paths) >= 16384:
+            self._paths.clear()
+        self._paths[key] = found
+        return found
+
+    def _path(self, group, mon_group, *parts):
         elems = [self.root]
         if group is not None:
             validate_group_name(group)
@@ -375,7 +392,11 @@ class Resctrl(object):
                 text = f.read()
         except OSError:
             return frozenset()
-        return parse_mount_options(text, os.path.realpath(self.root))
+        # Read at every tick (a remount changes them): parsed once.
+        key = (text, os.path.realpath(self.root))
+        if self._mounted[0] != key:
+            self._mounted = (key, parse_mount_options(*key))
+        return self._mounted[1]
 
     def kernel_release(self):
         """The running kernel's release text, or None when unreadable."""
