@@ -604,8 +604,11 @@ class Resctrl(object):
 
     def read_schemata(self, group=None):
         """The group's schemata as ``{resource: {domain_id: value}}``."""
-        return schemata_mod.parse(self._read(self.path(group, None,
-                                                       'schemata')))
+        return schemata_mod.parse(self.read_schemata_text(group))
+
+    def read_schemata_text(self, group=None):
+        """The text of the group's ``schemata``."""
+        return self._read(self.path(group, None, 'schemata'))
 
     def write_schemata(self, group, update):
         """Write a (partial) schemata update to ``group`` (None: default).
@@ -634,7 +637,11 @@ class Resctrl(object):
 
     def read_tasks(self, group=None, mon_group=None):
         """Thread ids in the group (or monitoring group)."""
-        return parse_tasks(self._read(self.path(group, mon_group, 'tasks')))
+        return parse_tasks(self.read_tasks_text(group, mon_group))
+
+    def read_tasks_text(self, group=None, mon_group=None):
+        """The text of the group's ``tasks`` (see :func:`parse_tasks`)."""
+        return self._read(self.path(group, mon_group, 'tasks'))
 
     def add_tasks(self, tids, group=None, mon_group=None):
         """Move threads into a group, one write per thread id.
