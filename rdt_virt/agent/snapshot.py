@@ -20,7 +20,8 @@ converged host, so their tasks are cached while nothing could have
 changed them (see :meth:`SnapshotReader.mon_tasks`). What a file or a
 listing held is parsed again only when its text changes
 (:class:`Unchanged`): the same tasks or monitoring group names then come
-as the same set object, and comparing them later is an identity test.
+as the same set object, and comparing them later (by the cache here, by
+the planner's memo) is an identity test.
 """
 
 import zlib
