@@ -338,7 +338,8 @@ class Agent(object):
             # Read before the window moves: a group that can go at once
             # neither holds an RMID nor keeps its successor out.
             may_go = monitoring.drain_check(self.caps, mons, now)
-            outside = [u for u in mons if u not in self.rotation.window]
+            in_window = self.rotation.window
+            outside = [u for u in mons if u not in in_window]
             dirty = len(may_go.draining(outside))
             # A group removed now frees its RMID at the kernel's next limbo
             # check: until then only a spare RMID can stand in for it.
