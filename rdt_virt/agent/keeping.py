@@ -37,7 +37,6 @@ with the demand it had then; below half of it while wanting at least
 :data:`KEPT` of that demand, it gets less than half of what it wants.
 """
 
-import dataclasses
 import typing
 
 #: Runnable CPUs (summed over the vCPU threads) from which an instance is
@@ -121,11 +120,11 @@ def join_level(dom, lows, levels, seen_before):
     return {m.uuid: level for m in late}
 
 
-@dataclasses.dataclass(frozen=True)
-class Peak:
+class Peak(typing.NamedTuple):
     """The highest rate a high instance sustained (learned like capacity).
 
-    With the demand it had while it sustained it (None: unknown).
+    With the demand it had while it sustained it (None: unknown). A named
+    tuple: each high instance gets a new one every period.
     """
 
     learned: float = 0.0
@@ -140,4 +139,4 @@ class Peak:
         if len(recent) == samples and min(recent) > learned:
             learned = min(recent)
             peak_demand = None if None in demands else min(demands)
-        return Peak(learned, recent, peak_demand, demands)
+        return Peak._make((learned, recent, peak_demand, demands))

@@ -308,11 +308,13 @@ class Protection(object):
             if priority == ctl.LOW and not reconcile.controllable(inst,
                                                                   caps):
                 priority = ctl.NORMAL
-            members.append(ctl.Member(
+            # _make(): the named tuple's own constructor takes its
+            # arguments one by one at twice the cost, per instance.
+            members.append(ctl.Member._make((
                 uuid, priority,
-                ceiling=ceiling_of(inst) if priority == ctl.LOW else None,
-                domains=by_domain, monitored=inst.monitor,
-                demand=demand.get(uuid) if priority == ctl.HIGH else None))
+                ceiling_of(inst) if priority == ctl.LOW else None,
+                by_domain, inst.monitor,
+                demand.get(uuid) if priority == ctl.HIGH else None)))
         capacity = self.opts.memory_bandwidth_capacity * GB
         capacities = {p: capacity for p in set(pool_of.values())} if (
             capacity) else {}
