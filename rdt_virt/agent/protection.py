@@ -356,7 +356,8 @@ class Protection(object):
         levels, low, in_force = self.state.levels, ctl.LOW, ctl.in_force
         self.limits = {m.uuid: in_force(m, levels, scale)
                        for m in members if m.priority == low}
-        for c in decision.changes:
+        # The arguments cost more than the test when INFO is off.
+        for c in decision.changes if LOG.isEnabledFor(logging.INFO) else ():
             report = decision.reports[c.domain]
             LOG.info('Bandwidth controller: domain %s, pressure %s, '
                      'capacity %s (%s): instance %s level %s -> %s (%s)',
