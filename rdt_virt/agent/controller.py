@@ -147,9 +147,12 @@ class Scale:
         return max(self.minimum, min(self.maximum, value))
 
 
-@dataclasses.dataclass(frozen=True)
-class Member:
+class Member(typing.NamedTuple):
     """One instance as the controller sees it in one interval.
+
+    A named tuple, immutable like the other values here: the agent makes
+    one per instance every period, and a frozen dataclass costs several
+    times as much to build.
 
     :param priority: 'high', 'normal' or 'low'.
     :param ceiling: its static cap in the host's unit (None: none).
@@ -212,8 +215,7 @@ class State:
         default_factory=dict)
 
 
-@dataclasses.dataclass(frozen=True)
-class Change:
+class Change(typing.NamedTuple):
     """One level change and why."""
 
     uuid: str
@@ -271,14 +273,19 @@ def _ceiling(member, scale):
 
 
 def _floor(member, scale, params, capacity):
+    return min(_domain_floor(scale, params, capacity),
+               _ceiling(member, scale))
+
+
+def _domain_floor(scale, params, capacity):
+    """The floor of a member without a static cap (one per domain)."""
     if scale.shared:
         floor = scale.maximum * params.floor / 100.0
     elif capacity and scale.bytes_per_unit:
         floor = capacity * params.floor / 100.0 / scale.bytes_per_unit
     else:
         floor = scale.maximum * params.floor / 100.0
-    return min(scale.round_up(max(floor, scale.minimum)),
-               _ceiling(member, scale))
+    return scale.round_up(max(floor, scale.minimum))
 
 
 def in_force(member, levels, scale):
@@ -301,12 +308,13 @@ def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
     ``pending`` gets the cuts that need a level changed in place.
     """
     covered = 0.0
+    base = _domain_floor(scale, params, capacity)
     for member in sorted(lows, key=lambda m: (-m.domains.get(dom, 0.0),
                                               m.uuid)):
         if covered >= excess:
             break
         current = in_force(member, levels, scale)
-        floor = _floor(member, scale, params, capacity)
+        floor = min(base, _ceiling(member, scale))
         if current <= floor:
             continue
         if not scale.shared and member.uuid not in levels and (
@@ -345,20 +353,49 @@ def _released(member, old, scale, params, capacity):
     return None if new >= ceiling else new
 
 
-def _release_growth(dom, held, levels, scale, params, capacity):
-    """Bytes/s one release step may add to domain ``dom``, at most."""
+class _Steps(object):
+    """:func:`_released` within one decision.
+
+    It depends on a member only through its ceiling, and the held
+    instances share a few levels: each step is worked out once.
+    """
+
+    def __init__(self, scale, params):
+        self.scale = scale
+        self.params = params
+        self._known = {}
+
+    def __call__(self, member, old, capacity):
+        key = (member.ceiling, old, capacity)
+        try:
+            return self._known[key]
+        except KeyError:
+            new = self._known[key] = _released(member, old, self.scale,
+                                               self.params, capacity)
+            return new
+
+
+def _release_growth(dom, held, levels, scale, released, capacity):
+    """Bytes/s one release step may add to domain ``dom``, at most.
+
+    :param released: a :class:`_Steps`.
+    """
     growth = 0.0
     for member in held:
         if member.domains is None:
             continue
         old = levels[member.uuid]
-        new = _released(member, old, scale, params, capacity)
+        new = released(member, old, capacity)
         new = _ceiling(member, scale) if new is None else new
         if not scale.shared and scale.bytes_per_unit:
             growth += (new - old) * scale.bytes_per_unit
         elif old > 0:
             growth += member.domains.get(dom, 0.0) * (float(new) / old - 1)
     return growth
+
+
+_NO_PEAK = keeping.Peak()
+_NOWHERE = frozenset()
 
 
 def decide(members, state, scale, params, now, capacities=None):
@@ -384,21 +421,21 @@ def decide(members, state, scale, params, now, capacities=None):
             del levels[uuid]
     seen = {u: d for u, d in state.seen.items() if u in members}
     domain_ids = set(state.domains) | set(capacities)
-    for m in members.values():
-        if m.domains is not None:
-            seen[m.uuid] = keeping.active_domains(
-                m, params.active_threshold, state.seen.get(m.uuid, ()),
-                by_demand=m.priority == HIGH)
-            domain_ids |= set(m.domains)
-    held_on = {u: state.held_on.get(u, frozenset()) | seen.get(
-        u, frozenset()) for u in levels}
+    measured = [m for m in members.values() if m.domains is not None]
+    active, threshold, before = (keeping.active_domains,
+                                 params.active_threshold, state.seen)
+    for m in measured:
+        # by_demand: for high-priority instances.
+        seen[m.uuid] = active(m, threshold, before.get(m.uuid, ()),
+                              m.priority == HIGH)
+    domain_ids.update(*[m.domains for m in measured])
+    held_on = {u: state.held_on.get(u, _NOWHERE) | seen.get(u, _NOWHERE)
+               for u in levels}
     peaks = {}
     squeezed = set()
     starved = set()     # squeezed, and wanting as much as at its peak
-    for m in members.values():
-        if m.priority != HIGH:
-            continue
-        peak = state.peaks.get(m.uuid, keeping.Peak())
+    for m in [m for m in members.values() if m.priority == HIGH]:
+        peak = state.peaks.get(m.uuid, _NO_PEAK)
         if m.domains is not None:
             total = sum(m.domains.values())
             if total < SQUEEZED * peak.learned and seen[m.uuid]:
@@ -409,10 +446,6 @@ def decide(members, state, scale, params, now, capacities=None):
             peak = peak.add(total, params.learn_samples, m.demand)
         peaks[m.uuid] = peak
 
-    def held_there(uuid, dom):
-        # After a restart nothing is known: every domain has a say.
-        return uuid in levels and (dom in held_on.get(uuid, ()) or
-                                   not held_on.get(uuid))
     # Domains whose total may miss an unmeasured instance.
     unsure = {}
     for m in members.values():
@@ -420,6 +453,7 @@ def decide(members, state, scale, params, now, capacities=None):
             for d in seen.get(m.uuid, domain_ids):
                 unsure.setdefault(d, m.uuid)
     in_use = {v for v in levels.values()}
+    released = _Steps(scale, params)
     throttle_votes = {}         # uuid -> (level, domain)
     pending = {}                # uuid -> (level, level) in place
     cut_reasons = {}            # domain -> why its votes cut
@@ -430,18 +464,23 @@ def decide(members, state, scale, params, now, capacities=None):
     active_lows = {}            # domain -> (active lows, capacity)
     new_domains = {}
     changed_domains = set()
+    # The held instances, each with where it has a say: the domains it
+    # was active on since it was first throttled, or after a restart,
+    # when nothing is known, every domain. (Levels change only after the
+    # loop: the same for every domain.)
+    held = [(m, held_on.get(m.uuid)) for m in members.values()
+            if m.uuid in levels]
+    measured_highs = [m for m in measured if m.priority == HIGH]
+    measured_lows = [m for m in measured if m.priority == LOW]
     for dom in sorted(domain_ids):
         old = state.domains.get(dom, Domain())
-        measured = [m for m in members.values() if m.domains is not None]
-        total = sum(m.domains.get(dom, 0.0) for m in measured)
+        total = sum([m.domains.get(dom, 0.0) for m in measured])
         capacity, source, memory = _capacity(
             capacities.get(dom), old, total, params)
         pressure = total / capacity if capacity else None
-        highs = [m for m in measured if m.priority == HIGH and
-                 dom in seen[m.uuid]]
-        lows = [m for m in measured if m.priority == LOW and
-                dom in seen[m.uuid]]
-        held_here = [m for m in members.values() if held_there(m.uuid, dom)]
+        highs = [m for m in measured_highs if dom in seen[m.uuid]]
+        lows = [m for m in measured_lows if dom in seen[m.uuid]]
+        held_here = [m for m, on in held if not on or dom in on]
         # 10% slack: a period that ends a little early (sampling jitter)
         # must not cost a whole period more.
         since = now - old.last_change
@@ -556,7 +595,7 @@ def decide(members, state, scale, params, now, capacities=None):
                                 'share: none while it is active')
             elif highs and capacity and (
                     total + _release_growth(dom, held_here, levels, scale,
-                                            params, capacity) >=
+                                            released, capacity) >=
                     params.high_watermark * capacity):
                 reason = why + (', but a release step could bring it back '
                                 'to the high watermark %.2f' %
@@ -603,7 +642,7 @@ def decide(members, state, scale, params, now, capacities=None):
             continue
         dom = min(doms)
         old = levels[uuid]
-        new = _released(m, old, scale, params, reports[dom].capacity)
+        new = released(m, old, reports[dom].capacity)
         if new is None:
             del levels[uuid]
         else:
@@ -621,13 +660,29 @@ def decide(members, state, scale, params, now, capacities=None):
                     'pressure above the high watermark, no step left (no '
                     'free CLOSID for a level, and a level in use cannot '
                     'change in place)'))
+    # The held instances where they have a say, as above, counted in one
+    # pass over the levels.
+    everywhere = 0
+    throttled = {}
+    for uuid in levels:
+        on = held_on.get(uuid)
+        if not on:
+            everywhere += 1
+        else:
+            for dom in on:
+                throttled[dom] = throttled.get(dom, 0) + 1
     for dom, report in list(reports.items()):
-        throttled = sum(1 for u in levels if held_there(u, dom))
         lows, capacity = active_lows[dom]
-        at_floor = sum(1 for m in lows if in_force(m, levels, scale) <=
-                       _floor(m, scale, params, capacity))
-        reports[dom] = dataclasses.replace(report, throttled=throttled,
-                                           low_at_floor=at_floor)
+        floor = _domain_floor(scale, params, capacity)
+        at_floor = 0
+        for m in lows:
+            ceiling = _ceiling(m, scale)
+            level = levels.get(m.uuid)      # in_force(), as in the loop
+            if (ceiling if level is None else level) <= min(floor, ceiling):
+                at_floor += 1
+        reports[dom] = dataclasses.replace(
+            report, throttled=everywhere + throttled.get(dom, 0),
+            low_at_floor=at_floor)
     held_on = {u: held_on[u] for u in levels}
     return Decision(State(levels, new_domains, seen, held_on, peaks),
                     tuple(changes), reports)

@@ -37,7 +37,6 @@ with the demand it had then; below half of it while wanting at least
 :data:`KEPT` of that demand, it gets less than half of what it wants.
 """
 
-import dataclasses
 import typing
 
 #: Runnable CPUs (summed over the vCPU threads) from which an instance is
@@ -64,16 +63,19 @@ def active_domains(member, threshold, before=frozenset(), by_demand=False):
     working however little it moved: then on every domain it moved
     anything on, else where it was active before.
     """
-    if member.domains is None:
+    domains = member.domains
+    if domains is None:
         return frozenset()
-    total = sum(member.domains.values())
-    if member.domains and total >= threshold:
-        share = threshold / len(member.domains)
-        return frozenset(d for d, bps in member.domains.items()
-                         if bps >= share)
+    total = sum(domains.values())
+    if domains and total >= threshold:
+        share = threshold / len(domains)
+        if len(domains) == 1:
+            # The common case, without the loop (total is its one value).
+            return frozenset(domains) if total >= share else frozenset()
+        return frozenset([d for d, bps in domains.items() if bps >= share])
     if by_demand and demand_active(member):
-        moved = frozenset(d for d, bps in member.domains.items() if bps > 0)
-        return moved or frozenset(before) or frozenset(member.domains)
+        moved = frozenset([d for d, bps in domains.items() if bps > 0])
+        return moved or frozenset(before) or frozenset(domains)
     return frozenset()
 
 
@@ -121,11 +123,11 @@ def join_level(dom, lows, levels, seen_before):
     return {m.uuid: level for m in late}
 
 
-@dataclasses.dataclass(frozen=True)
-class Peak:
+class Peak(typing.NamedTuple):
     """The highest rate a high instance sustained (learned like capacity).
 
-    With the demand it had while it sustained it (None: unknown).
+    With the demand it had while it sustained it (None: unknown). A named
+    tuple: each high instance gets a new one every period.
     """
 
     learned: float = 0.0
@@ -137,7 +139,9 @@ class Peak:
         recent = (self.recent + (total,))[-samples:]
         demands = (self.demands + (demand,))[-samples:]
         learned, peak_demand = self.learned, self.demand
-        if len(recent) == samples and min(recent) > learned:
-            learned = min(recent)
-            peak_demand = None if None in demands else min(demands)
-        return Peak(learned, recent, peak_demand, demands)
+        if len(recent) == samples:
+            sustained = min(recent)
+            if sustained > learned:
+                learned = sustained
+                peak_demand = None if None in demands else min(demands)
+        return Peak._make((learned, recent, peak_demand, demands))

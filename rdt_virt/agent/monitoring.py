@@ -61,6 +61,12 @@ class Monitoring(object):
         # free at once; a stopped instance's: counted by the rotation).
         self._rmid_groups = None
         self.accounted = set()
+        # What account() and own_mon_groups() found, and in which names
+        # ({control group: monitoring group names}): a converged host
+        # shows the same ones tick after tick.
+        self._names = None
+        self._counts = None
+        self._own = {}
         self.held = 0                # monitoring groups left draining
         self._held_since = {}        # mon group -> first seen draining
         self._forced = []            # when a group went above threshold
@@ -83,9 +89,30 @@ class Monitoring(object):
         return (group if mon is None else 'mon', key,
                 self.generation.get(key, 0))
 
+    def _same_names(self, snap):
+        """Whether *snap* has the groups of the last call (see __init__)."""
+        names = {n: g.mon_names for n, g in snap.groups.items()}
+        if names == self._names:
+            return True
+        self._names = names
+        self._counts = None
+        self._own = None
+        return False
+
     def account(self, snap, caps):
         """RMIDs and CLOSIDs in use, and monitoring groups of others."""
         ctrl = [n for n in snap.groups if n is not None]
+        if not self._same_names(snap) or self._counts is None:
+            # With the same groups nothing was removed: no RMID to count.
+            self._counts = self._count(snap, caps, ctrl)
+        foreign, ours = self._counts
+        self.accounted = set()
+        self.closids_used = 1 + len(ctrl)
+        self.rmids_used = 1 + len(ctrl) + ours + foreign if (
+            caps.monitor) else 0
+        return foreign, ours
+
+    def _count(self, snap, caps, ctrl):
         foreign = 0
         ours = 0
         for group in snap.groups.values():
@@ -103,21 +130,19 @@ class Monitoring(object):
             # at a domain's stop, a rmdir of a control group): in limbo.
             self.rotation.released(self.clock(), len(gone))
         self._rmid_groups = rmids
-        self.accounted = set()
-        self.closids_used = 1 + len(ctrl)
-        self.rmids_used = 1 + len(ctrl) + ours + foreign if (
-            caps.monitor) else 0
         return foreign, ours
 
     def own_mon_groups(self, snap):
         """``{uuid: (control group, monitoring group)}`` of the agent's."""
-        found = {}
-        for name, group in snap.groups.items():
-            for mon in group.mon_names:
-                kind = groups_mod.parse(self.prefix, mon)
-                if kind and kind[0] == 'monitor':
-                    found[kind[1]] = (name, mon)
-        return found
+        if not self._same_names(snap) or self._own is None:
+            found = {}
+            for name, group in snap.groups.items():
+                for mon in group.mon_names:
+                    kind = groups_mod.parse(self.prefix, mon)
+                    if kind and kind[0] == 'monitor':
+                        found[kind[1]] = (name, mon)
+            self._own = found
+        return dict(self._own)
 
     def drain_check(self, caps, mons, now):
         """A :class:`DrainCheck` of this tick for the groups in *mons*.

@@ -134,6 +134,20 @@ def ceiling_of(inst):
     return inst.bandwidth.value if inst.bandwidth is not None else None
 
 
+def _role(inst, caps):
+    """``(priority, ceiling)`` the controller gives ``inst``; None: none.
+
+    A low instance the controller may not move counts as normal; a normal
+    one that is not monitored is left out.
+    """
+    if inst.priority == ctl.NORMAL and not inst.monitor:
+        return None
+    priority = inst.priority
+    if priority == ctl.LOW and not reconcile.controllable(inst, caps):
+        priority = ctl.NORMAL
+    return priority, ceiling_of(inst) if priority == ctl.LOW else None
+
+
 class Protection(object):
     """The controller's state in the agent.
 
@@ -159,6 +173,9 @@ class Protection(object):
         self.pool_of = None
         self._members = {}
         self.demand = Demand()
+        # {uuid: (Instance, caps, role)}: an instance's role depends on
+        # nothing else, and those are the same objects period after period.
+        self._roles = {}
         # {uuid: runnable CPUs} of the high instances in the last period.
         self.demands = {}
 
@@ -293,26 +310,31 @@ class Protection(object):
             self._resumed_at = None
         self._regroup(pools_mod.members(pool_of), now)
         members = []
+        roles, fresh = self._roles, {}
+        merge, no_traffic = pools_mod.merge, sampler.R_NO_TRAFFIC
         for uuid, inst in sorted(instances.items()):
-            if inst.priority == ctl.NORMAL and not inst.monitor:
+            known = roles.get(uuid)
+            if known is None or known[0] is not inst or known[1] is not caps:
+                known = (inst, caps, _role(inst, caps))
+            fresh[uuid] = known
+            role = known[2]
+            if role is None:
                 continue
+            priority, ceiling = role
             rate = rates.get(uuid)
-            by_domain = pools_mod.merge(
+            by_domain = merge(
                 rate.total_by_domain if rate is not None else None, pool_of)
-            if rate is not None and rate.reason == sampler.R_NO_TRAFFIC:
+            if rate is not None and rate.reason == no_traffic:
                 # Its threads have not run since its counters started: it
                 # moved nothing, which is a measurement. Taken as missing,
                 # a guest paused from its boot held every release.
                 by_domain = {}
-            priority = inst.priority
-            if priority == ctl.LOW and not reconcile.controllable(inst,
-                                                                  caps):
-                priority = ctl.NORMAL
-            members.append(ctl.Member(
-                uuid, priority,
-                ceiling=ceiling_of(inst) if priority == ctl.LOW else None,
-                domains=by_domain, monitored=inst.monitor,
-                demand=demand.get(uuid) if priority == ctl.HIGH else None))
+            # _make(): the named tuple's own constructor takes its
+            # arguments one by one at twice the cost, per instance.
+            members.append(ctl.Member._make((
+                uuid, priority, ceiling, by_domain, inst.monitor,
+                demand.get(uuid) if priority == ctl.HIGH else None)))
+        self._roles = fresh
         capacity = self.opts.memory_bandwidth_capacity * GB
         capacities = {p: capacity for p in set(pool_of.values())} if (
             capacity) else {}
@@ -331,9 +353,11 @@ class Protection(object):
                               capacities)
         self.state = decision.state
         self.reports = decision.reports
-        self.limits = {m.uuid: ctl.in_force(m, self.state.levels, scale)
-                       for m in members if m.priority == ctl.LOW}
-        for c in decision.changes:
+        levels, low, in_force = self.state.levels, ctl.LOW, ctl.in_force
+        self.limits = {m.uuid: in_force(m, levels, scale)
+                       for m in members if m.priority == low}
+        # The arguments cost more than the test when INFO is off.
+        for c in decision.changes if LOG.isEnabledFor(logging.INFO) else ():
             report = decision.reports[c.domain]
             LOG.info('Bandwidth controller: domain %s, pressure %s, '
                      'capacity %s (%s): instance %s level %s -> %s (%s)',

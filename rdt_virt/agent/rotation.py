@@ -181,7 +181,8 @@ class Rotation(object):
         for uuid in list(self._left):
             if uuid not in cands:
                 del self._left[uuid]
-        by_age = sorted(window, key=lambda u: (self._since[u], u))
+        # Oldest first; sorted only when someone is to leave.
+        by_age = None
         handover = [max(int(spare), 0)]
 
         def stays(uuid):
@@ -191,12 +192,16 @@ class Rotation(object):
             return 1
 
         while len(window) > budget:
+            if by_age is None:
+                by_age = self._by_age(window)
             uuid = by_age.pop(0)
             self._leave(uuid, window, now)
             leaving += stays(uuid)
         if len(cands) <= budget:
             self._last_rotation = now
         elif budget and now - self._last_rotation >= self.interval:
+            if by_age is None:
+                by_age = self._by_age(window)
             step = min(len(cands) - budget, max(1, budget // 4))
             for uuid in by_age[:step]:
                 self._leave(uuid, window, now)
@@ -206,14 +211,18 @@ class Rotation(object):
         # hold theirs until they drain, unless they may go at once.
         room = (budget - self.in_limbo(now) - int(held) - leaving -
                 len(window))
-        waiting = sorted(cands - window,
-                         key=lambda u: (self._left.get(u, float('-inf')), u))
-        for uuid in waiting[:max(room, 0)]:
-            window.add(uuid)
+        if room > 0:
+            waiting = sorted(cands - window, key=lambda u: (
+                self._left.get(u, float('-inf')), u))
+            for uuid in waiting[:room]:
+                window.add(uuid)
         for uuid in window:
             self._since.setdefault(uuid, now)
         self.window = frozenset(window)
         return self.window
+
+    def _by_age(self, window):
+        return sorted(window, key=lambda u: (self._since[u], u))
 
     def adopt(self, uuids, budget, now):
         """Start from the monitoring groups that exist (agent restart)."""

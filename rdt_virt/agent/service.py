@@ -44,6 +44,7 @@ from rdt_virt.agent import domains
 from rdt_virt.agent import executor as executor_mod
 from rdt_virt.agent import model
 from rdt_virt.agent import monitoring as monitoring_mod
+from rdt_virt.agent import planmemo
 from rdt_virt.agent import pools as pools_mod
 from rdt_virt.agent import protection as protection_mod
 from rdt_virt.agent import reconcile
@@ -98,6 +99,8 @@ class Agent(object):
             place_extra=self.opts.place_extra_threads)
         self.reader = snapshot_mod.SnapshotReader(resctrl,
                                                   self.settings.prefix)
+        # A tick plans again only when something it plans from changed.
+        self.planner = planmemo.PlanMemo()
         self.monitoring = monitoring_mod.Monitoring(
             resctrl, executor, self.settings.prefix, self.opts, clock)
         self.sampling = sampling_mod.Sampling(conf, resctrl,
@@ -323,8 +326,8 @@ class Agent(object):
                 return self._done(stats, cpu0, start)
             monitoring = self.monitoring
             foreign, ours = monitoring.account(snap, self.caps)
-            cands = reconcile.mon_candidates(planned, threads, self.caps,
-                                             self.settings)
+            cands = self.planner.mon_candidates(planned, threads, self.caps,
+                                                self.settings)
             parents = None
             if self.caps.mon_groups_per_closid is not None:
                 parents = reconcile.candidate_parents(
@@ -335,7 +338,8 @@ class Agent(object):
             # Read before the window moves: a group that can go at once
             # neither holds an RMID nor keeps its successor out.
             may_go = monitoring.drain_check(self.caps, mons, now)
-            outside = [u for u in mons if u not in self.rotation.window]
+            in_window = self.rotation.window
+            outside = [u for u in mons if u not in in_window]
             dirty = len(may_go.draining(outside))
             # A group removed now frees its RMID at the kernel's next limbo
             # check: until then only a spare RMID can stand in for it.
@@ -347,9 +351,9 @@ class Agent(object):
             draining = may_go.draining([u for u in mons if u not in window])
             monitoring.held = len(draining)
             monitoring.forget_held(draining)
-            result = reconcile.plan(planned, threads, snap, self.caps,
-                                    self.settings, window,
-                                    self._blocked(now), draining)
+            result = self.planner.plan(planned, threads, snap, self.caps,
+                                       self.settings, window,
+                                       self._blocked(now), draining)
             outcome = self._apply(result, now, ours)
             # Drained groups free their RMID at the kernel's next check;
             # those let go above the threshold use a spare RMID.

@@ -17,7 +17,11 @@ A tick plans from what resctrl holds: every control group's tasks and
 schemata, and the agent's monitoring groups. Reading every monitoring
 group's tasks on every tick would cost one read per instance on a
 converged host, so their tasks are cached while nothing could have
-changed them (see :meth:`SnapshotReader.mon_tasks`).
+changed them (see :meth:`SnapshotReader.mon_tasks`). What a file or a
+listing held is parsed again only when its text changes
+(:class:`Unchanged`): the same tasks or monitoring group names then come
+as the same set object, and comparing them later (by the cache here, by
+the planner's memo) is an identity test.
 """
 
 import zlib
@@ -27,10 +31,37 @@ from oslo_log import log as logging
 from rdt_virt.agent import model
 from rdt_virt.agent import reconcile
 from rdt_virt import exception
+from rdt_virt.resctrl import fs
+from rdt_virt.resctrl import schemata as schemata_mod
 
 LOG = logging.getLogger(__name__)
 # Every monitoring group's tasks are read at least once in this many ticks.
 MON_VERIFY_TICKS = 10
+
+
+class Unchanged(object):
+    """The value parsed from each file, parsed again when its text changes.
+
+    :param parse: text -> value. Values are shared from read to read, so
+        they must not be changed (frozensets), or be copied by the caller.
+    """
+
+    def __init__(self, parse):
+        self._parse = parse
+        self._last = {}         # key -> (text, value)
+
+    def get(self, key, text):
+        """The value of *text*, read from what *key* names."""
+        last = self._last.get(key)
+        if last is None or last[0] != text:
+            if len(self._last) >= 65536:
+                self._last.clear()
+            last = self._last[key] = (text, self._parse(text))
+        return last[1]
+
+
+def _task_set(text):
+    return frozenset(fs.parse_tasks(text))
 
 
 class SnapshotReader(object):
@@ -49,6 +80,11 @@ class SnapshotReader(object):
         self._ctrl_tasks = {}
         # monitoring group name -> its verification tick (see _slot).
         self._slots = {}
+        # Parsed again only when the text changes: tasks by (group, mon
+        # group), schemata by group, the mon_groups listing by group.
+        self._tasks = Unchanged(_task_set)
+        self._schemata = Unchanged(schemata_mod.parse)
+        self._mon_names = Unchanged(frozenset)
 
     def invalidate(self):
         """Forget cached tasks: something was written."""
@@ -72,9 +108,25 @@ class SnapshotReader(object):
                 cached[0] is ctrl_tasks or cached[0] == ctrl_tasks) and (
                 self._slot(mon) != tick % MON_VERIFY_TICKS):
             return cached[1]
-        tasks = frozenset(self.resctrl.read_tasks(group, mon))
+        tasks = self.read_tasks(group, mon)
         self._mon_cache[key] = (ctrl_tasks, tasks)
         return tasks
+
+    def read_tasks(self, group, mon=None):
+        """The thread ids of a tasks file, as a frozenset."""
+        return self._tasks.get((group, mon),
+                               self.resctrl.read_tasks_text(group, mon))
+
+    def read_schemata(self, group):
+        """A group's parsed schemata (a copy: the planner's own)."""
+        parsed = self._schemata.get(
+            group, self.resctrl.read_schemata_text(group))
+        return {res: dict(doms) for res, doms in parsed.items()}
+
+    def list_mon_groups(self, group):
+        """``(sorted names, frozenset of them)`` of a group's mon groups."""
+        mons = self.resctrl.list_mon_groups(group)
+        return mons, self._mon_names.get(group, mons)
 
     def _slot(self, mon):
         """The tick (modulo MON_VERIFY_TICKS) that re-reads *mon*."""
@@ -94,9 +146,9 @@ class SnapshotReader(object):
         """
         rc = self.resctrl
         if rc.owns(name) or reconcile.is_libvirt_group(name):
-            return rc.read_schemata(name)
+            return self.read_schemata(name)
         try:
-            return rc.read_schemata(name)
+            return self.read_schemata(name)
         except exception.GroupNotFound:
             raise
         except (exception.ResctrlError, exception.InvalidSchemata) as e:
@@ -105,9 +157,9 @@ class SnapshotReader(object):
 
     def _read_group(self, name, monitor, wanted, only, tick):
         rc = self.resctrl
-        tasks = frozenset(rc.read_tasks(name))
+        tasks = self.read_tasks(name)
         last = self._ctrl_tasks.get(name)
-        if last is not None and last == tasks:
+        if last is not None and (last is tasks or last == tasks):
             # The same set as last time, as the same object: each of the
             # group's monitoring groups then checks it by identity
             # (mon_tasks) instead of comparing it element by element.
@@ -116,8 +168,7 @@ class SnapshotReader(object):
         group = model.GroupState(name, tasks=tasks,
                                  schemata=self.schemata(name))
         if monitor and (rc.owns(name) or reconcile.is_libvirt_group(name)):
-            mons = rc.list_mon_groups(name)
-            group.mon_names = frozenset(mons)
+            mons, group.mon_names = self.list_mon_groups(name)
             group.mon_groups = {m: self.mon_tasks(name, m, group.tasks,
                                                   wanted, tick)
                                 for m in mons if only is None or m in only}
@@ -137,10 +188,9 @@ class SnapshotReader(object):
         rc = self.resctrl
         monitor = caps.monitor is not None
         wanted = {self.prefix + 'm-' + u for u in instances}
-        root = model.GroupState(None, schemata=rc.read_schemata(None))
+        root = model.GroupState(None, schemata=self.read_schemata(None))
         if monitor:
-            mons = rc.list_mon_groups(None)
-            root.mon_names = frozenset(mons)
+            mons, root.mon_names = self.list_mon_groups(None)
             # The default group's own tasks are never read (every thread
             # of the host): its cache entries depend on nothing else.
             root.mon_groups = {m: self.mon_tasks(None, m, None, wanted,

@@ -217,6 +217,29 @@ def _subdirs(path):
         return sorted(e.name for e in entries if e.is_dir())
 
 
+def _read_text(path):
+    """The text of a file, as open(path).read() gives it (UTF-8).
+
+    os.open/os.read: the agent reads resctrl's small files every tick,
+    and a text file object costs several times the read itself.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, _READ_SIZE)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    text = b''.join(chunks).decode()
+    if '\r' in text:
+        # open()'s universal newlines; resctrl itself writes none.
+        text = text.replace('\r\n', '\n').replace('\r', '\n')
+    return text
+
+
 def _unescape_mountinfo(field):
     return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
 
@@ -244,6 +267,11 @@ class Resctrl(object):
         self._lock = threading.RLock()
         self._lock_depth = 0
         self._lock_fd = None
+        # (group, mon_group, *parts) -> path: the agent reads the same
+        # files every tick, and a name valid once stays valid.
+        self._paths = {}
+        # ((mountinfo text, root), options) of the last mount_options().
+        self._mounted = (None, None)
 
     # Paths -----------------------------------------------------------------
 
@@ -254,6 +282,18 @@ class Resctrl(object):
         the group's monitoring groups. Names are validated, so the result
         always lies below the root.
         """
+        key = (group, mon_group) + parts
+        try:
+            return self._paths[key]
+        except (KeyError, TypeError):     # TypeError: not a name at all
+            pass
+        found = self._path(group, mon_group, *parts)
+        if len(self._paths) >= 16384:
+            self._paths.clear()
+        self._paths[key] = found
+        return found
+
+    def _path(self, group, mon_group, *parts):
         elems = [self.root]
         if group is not None:
             validate_group_name(group)
@@ -270,28 +310,13 @@ class Resctrl(object):
     # Low-level I/O ---------------------------------------------------------
 
     def _read(self, path):
-        # os.open/os.read: open() would also fstat the file twice and ask
-        # whether it is a terminal, each a round trip on a FUSE resctrl.
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return _read_text(path)
         except FileNotFoundError:
             self._missing(path)
         except OSError as e:
             raise exception.ResctrlError(path=path,
                                          reason=os.strerror(e.errno))
-        try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, _READ_SIZE)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        except OSError as e:
-            raise exception.ResctrlError(path=path,
-                                         reason=os.strerror(e.errno))
-        finally:
-            os.close(fd)
-        return b''.join(chunks).decode()
 
     def _missing(self, path):
         """Raise the error that explains why ``path`` does not exist.
@@ -400,7 +425,11 @@ class Resctrl(object):
                 text = f.read()
         except OSError:
             return frozenset()
-        return parse_mount_options(text, os.path.realpath(self.root))
+        # Read at every tick (a remount changes them): parsed once.
+        key = (text, os.path.realpath(self.root))
+        if self._mounted[0] != key:
+            self._mounted = (key, parse_mount_options(*key))
+        return self._mounted[1]
 
     def kernel_release(self):
         """The running kernel's release text, or None when unreadable."""
@@ -613,8 +642,11 @@ class Resctrl(object):
 
     def read_schemata(self, group=None):
         """The group's schemata as ``{resource: {domain_id: value}}``."""
-        return schemata_mod.parse(self._read(self.path(group, None,
-                                                       'schemata')))
+        return schemata_mod.parse(self.read_schemata_text(group))
+
+    def read_schemata_text(self, group=None):
+        """The text of the group's ``schemata``."""
+        return self._read(self.path(group, None, 'schemata'))
 
     def write_schemata(self, group, update):
         """Write a (partial) schemata update to ``group`` (None: default).
@@ -643,7 +675,11 @@ class Resctrl(object):
 
     def read_tasks(self, group=None, mon_group=None):
         """Thread ids in the group (or monitoring group)."""
-        return parse_tasks(self._read(self.path(group, mon_group, 'tasks')))
+        return parse_tasks(self.read_tasks_text(group, mon_group))
+
+    def read_tasks_text(self, group=None, mon_group=None):
+        """The text of the group's ``tasks`` (see :func:`parse_tasks`)."""
+        return self._read(self.path(group, mon_group, 'tasks'))
 
     def add_tasks(self, tids, group=None, mon_group=None):
         """Move threads into a group, one write per thread id.

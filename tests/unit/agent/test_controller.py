@@ -685,6 +685,32 @@ class TestProtection(base.TestCase):
             prot.step(hosts.REFERENCE, {}, {})
             self.assertEqual(learned, prot.state.domains[0].learned)
 
+    def test_roles_follow_the_instance_and_the_host(self):
+        # Protection keeps each instance's role while its Instance and
+        # the host's capabilities are the same objects: any new one
+        # counts at once.
+        capped = dataclasses.replace(f.inst(uuid=f.U1, bw=f.shared(60)),
+                                     priority=ctl.LOW)
+        rates = {f.U1: sampler.Rates(1e6, total_by_domain={0: 1e6})}
+        steps = [
+            (capped, hosts.REFERENCE, {f.U1: 60}),
+            (capped, hosts.REFERENCE, {f.U1: 60}),
+            # Normal now: no limit to show.
+            (dataclasses.replace(capped, priority=ctl.NORMAL),
+             hosts.REFERENCE, {}),
+            (capped, hosts.REFERENCE, {f.U1: 60}),
+            # Its percentage means nothing on an MBps host: not
+            # controllable there, so not low to the controller.
+            (capped, hosts.MBPS, {}),
+            (capped, hosts.REFERENCE, {f.U1: 60}),
+            (dataclasses.replace(capped, bandwidth=f.shared(40)),
+             hosts.REFERENCE, {f.U1: 40}),
+        ]
+        for inst, caps, limits in steps:
+            self.prot.step(caps, {f.U1: inst}, rates)
+            self.assertEqual(limits, self.prot.limits)
+            self.now[0] += self.prot.period
+
     def test_disabled_drops_levels(self):
         self.prot.resume({'instances': {f.U1: {'priority': 'low',
                                                'level': 30}}})

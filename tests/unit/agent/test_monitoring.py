@@ -10,17 +10,21 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Which monitoring groups outside the window may go: a bounded wait."""
+"""Monitoring resources: the RMID account, and which monitoring groups
+outside the window may go (a bounded wait)."""
 
 import dataclasses
+import types
 
 from rdt_virt.agent import monitoring
 from rdt_virt import exception
 from rdt_virt.resctrl import fs
 from tests import base
+from tests.unit.agent import fakes as f
 from tests.unit.policy import hosts
 
 THRESHOLD = 131072
+MB10 = f.P + 'mb10'
 V = fs.MonValue
 
 
@@ -111,3 +115,59 @@ class TestDrainCheck(base.TestCase):
         check, _mons = self.check({'m0': {0: V(10 * THRESHOLD, None)}})
         self.assertTrue(check('u0'))
         self.assertEqual(0, self.rc.reads)
+
+
+class TestAccount(base.TestCase):
+    """The RMID account and the agent's groups, as the names change."""
+
+    def setUp(self):
+        super().setUp()
+        opts = types.SimpleNamespace(rotation_interval=10.0, rmid_budget=-1)
+        self.now = 100.0
+        self.mon = monitoring.Monitoring(fs.Resctrl('/nonexistent'), None,
+                                         f.P, opts, lambda: self.now)
+        self.caps = hosts.REFERENCE
+        self.assertIn('llc_occupancy', self.caps.monitor.features)
+
+    def snap(self, mb10_mons, root_mons=('collectd-1',)):
+        return f.snap(f.group(MB10, [], f.sch(10),
+                              {m: [] for m in mb10_mons}),
+                      root_mons={m: [] for m in root_mons})
+
+    def test_counts_follow_the_groups(self):
+        self.assertEqual((1, 2), self.mon.account(
+            self.snap([f.M1, f.M2]), self.caps))
+        self.assertEqual(5, self.mon.rmids_used)
+        self.assertEqual((1, 2), self.mon.account(
+            self.snap([f.M1, f.M2]), self.caps))
+        self.assertEqual((1, 1), self.mon.account(
+            self.snap([f.M1]), self.caps))
+        self.assertEqual((0, 1), self.mon.account(
+            self.snap([f.M1], root_mons=()), self.caps))
+        self.assertEqual(3, self.mon.rmids_used)
+        self.assertEqual(2, self.mon.closids_used)
+
+    def test_groups_removed_by_others_go_to_limbo_once(self):
+        self.mon.account(self.snap([f.M1, f.M2]), self.caps)
+        self.mon.account(self.snap([f.M1]), self.caps)
+        self.assertEqual(1, self.mon.rotation.in_limbo(self.now))
+        # The same groups again: nothing more was removed.
+        self.mon.account(self.snap([f.M1]), self.caps)
+        self.assertEqual(1, self.mon.rotation.in_limbo(self.now))
+        # The agent's own removal is accounted for already.
+        self.mon.accounted = {(MB10, f.M1)}
+        self.mon.account(self.snap([]), self.caps)
+        self.assertEqual(1, self.mon.rotation.in_limbo(self.now))
+
+    def test_own_mon_groups(self):
+        found = self.mon.own_mon_groups(self.snap([f.M1]))
+        self.assertEqual({f.U1: (MB10, f.M1)}, found)
+        found.clear()
+        self.assertEqual({f.U1: (MB10, f.M1)},
+                         self.mon.own_mon_groups(self.snap([f.M1])))
+        self.assertEqual({f.U1: (MB10, f.M1), f.U2: (None, f.M2)},
+                         self.mon.own_mon_groups(self.snap(
+                             [f.M1], root_mons=[f.M2, 'collectd-1'])))
+        # account() in between, with other groups, changes nothing here.
+        self.mon.account(self.snap([]), self.caps)
+        self.assertEqual({}, self.mon.own_mon_groups(self.snap([])))

@@ -319,6 +319,16 @@ class TestMountInfo(ResctrlTestCase):
             self.assertEqual(text and text.strip(), rc.kernel_release())
             self.assertEqual(expected, rc.capabilities().num_closids, text)
 
+    def test_remount_seen(self):
+        root = '/sys/fs/resctrl'
+        path = os.path.join(tempfile.mkdtemp(), 'mountinfo')
+        rc = fs.Resctrl(root, mountinfo=path)
+        for options in (('cdp',), ('cdp',), ('mba_MBps',), ()):
+            with open(path, 'w') as f:
+                f.write(mountinfo_line(root, options))
+            self.assertEqual({'rw', 'relatime'} | set(options),
+                             rc.mount_options())
+
     def test_unreadable_mountinfo(self):
         rc = fs.Resctrl('/sys/fs/resctrl', mountinfo='/nonexistent/mi')
         self.assertEqual(frozenset(), rc.mount_options())
@@ -623,6 +633,35 @@ class TestPureHelpers(base.TestCase):
                               mon)
         self.assertRaises(exception.InvalidGroupName, rc.create_group,
                           'rdtvirt-../x')
+
+    def test_paths_remembered_and_names_still_checked(self):
+        rc = fs.Resctrl('/sys/fs/resctrl')
+        first = rc.path('g', 'm', 'tasks')
+        self.assertIs(first, rc.path('g', 'm', 'tasks'))
+        self.assertEqual('/sys/fs/resctrl/g/tasks', rc.path('g', None,
+                                                            'tasks'))
+        self.assertEqual('/sys/fs/resctrl/g/mon_groups/m/cpus',
+                         rc.path('g', 'm', 'cpus'))
+        for _ in range(2):
+            # Refused every time, remembered never (nor unhashable).
+            for group, mon in [('..', None), ('g', 'a/b'), (['g'], None),
+                               (b'g', None)]:
+                self.assertRaises(exception.InvalidGroupName, rc.path,
+                                  group, mon, 'tasks')
+
+    def test_read_text_as_open_gives_it(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        rc = fs.Resctrl(tmp)
+        for data in (b'', b'4201\n4202\n', b'L3:0=7ff\r\nMB:0=10\r',
+                     b'x' * 200000, '\u00e9t\u00e9\n'.encode()):
+            path = os.path.join(tmp, 'f')
+            with open(path, 'wb') as f:
+                f.write(data)
+            with open(path) as f:
+                expected = f.read()
+            self.assertEqual(expected, rc._read(path))
+        self.assertRaises(exception.ResctrlError, rc._read, tmp)
 
 
 _TRY_LOCK = '''
