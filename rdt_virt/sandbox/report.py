@@ -148,18 +148,37 @@ def window_rate(points, name, start, end):
                            (last['t'], last['units'][name]))
 
 
-def time_to_rate(points, name, since, rate, hold):
+def window_cpu(points, name, start, end):
+    """*name*'s vCPU time between *start* and *end*, in CPUs.
+
+    As :func:`window_rate`, from the points' ``cpu`` seconds. In the
+    emulation a guest's memory traffic is its vCPU time at a fixed rate,
+    so this is the bandwidth the controller acts on; the guest's own work
+    rate adds the throughput of this machine's memory, which varies as
+    much alone as beside neighbours.
+    """
+    inside = [p for p in points if start <= p['t'] <= end and
+              (p.get('cpu') or {}).get(name) is not None]
+    if len(inside) < 2:
+        return None
+    first, last = inside[0], inside[-1]
+    spent = last['cpu'][name] - first['cpu'][name]
+    return spent / (last['t'] - first['t'])
+
+
+def time_to_rate(points, name, since, rate, hold, measure=window_rate):
     """Seconds from *since* until *name* holds *rate* for *hold* seconds.
 
     The answer is the start of the first window of *hold* seconds, at a
-    point at or after *since*, over which *name*'s work rate is at least
-    *rate*; None if there is none.
+    point at or after *since*, over which *name*'s work rate (or what
+    *measure* gives, such as :func:`window_cpu`) is at least *rate*; None
+    if there is none.
     """
     end = points[-1]['t'] if points else since
     for point in points:
         if point['t'] < since or point['t'] + hold > end:
             continue
-        got = window_rate(points, name, point['t'], point['t'] + hold)
+        got = measure(points, name, point['t'], point['t'] + hold)
         if got is not None and got >= rate:
             return point['t'] - since
     return None
@@ -207,13 +226,15 @@ def level_changes(points, start, end):
     return changes
 
 
-def min_share(points, name, start, end, hold, reference):
+def min_share(points, name, start, end, hold, reference,
+              measure=window_rate):
     """The lowest share of ``reference`` that *name* held.
 
     Over every window of *hold* seconds that starts at a point between
     *start* and *end* and ends by *end*; None without such a window.
+    *measure* is :func:`window_rate` or :func:`window_cpu`.
     """
-    rates = [window_rate(points, name, p['t'], p['t'] + hold)
+    rates = [measure(points, name, p['t'], p['t'] + hold)
              for p in points if start <= p['t'] and p['t'] + hold <= end]
     rates = [r for r in rates if r is not None]
     if not rates or not reference:
@@ -221,16 +242,21 @@ def min_share(points, name, start, end, hold, reference):
     return min(rates) / reference
 
 
-def steady(points, start, end, hold, reference):
-    """A controller phase's figures over its steady part.
+def steady(points, start, end, hold, reference, cpu_reference=None):
+    """A phase's figures over its steady part.
 
+    :param reference: the alone phase's mean work rate.
+    :param cpu_reference: the alone phase's mean vCPU time (CPUs).
     :returns: ``{'steady': [start, end], 'level_changes': count,
-        'min_share': share of alone or None}``
+        'min_share': share of alone or None, 'min_cpu_share': the same
+        of vCPU time or None}``
     """
     return {'steady': [start, end],
             'level_changes': level_changes(points, start, end),
             'min_share': min_share(points, PROTECTED, start, end, hold,
-                                   reference)}
+                                   reference),
+            'min_cpu_share': min_share(points, PROTECTED, start, end, hold,
+                                       cpu_reference, measure=window_cpu)}
 
 
 # Tables ---------------------------------------------------------------------
@@ -314,6 +340,11 @@ def controller_rows(results):
         rows.append(('5. time to >= %d%% of alone' % (100 * TARGET_SHARE),
                      _seconds(took), '<= %d s' % TARGET_SECONDS,
                      None if took is None else took <= TARGET_SECONDS))
+        rows += _cpu_rows('5.', phase, True)
+    phase = results.get('alone')
+    if phase and 'min_share' in phase:
+        rows.append(('1. alone, minimum share of its own mean',
+                     _percent(phase.get('min_share')), '', None))
     phase = results.get('idle')
     static = results.get(STATIC, {}).get('noisy_work')
     if phase:
@@ -339,6 +370,7 @@ def controller_rows(results):
                      None if took is None else took <= TARGET_SECONDS))
         rows.append(('7. its minimum share after settling',
                      _percent(phase.get('min_share')), '', None))
+        rows += _cpu_rows('7.', phase, False)
     for i, (key, _title) in enumerate(PHASES, 1):
         if key in CONTROLLER_PHASES and key in results:
             changes = results[key].get('level_changes')
@@ -346,6 +378,26 @@ def controller_rows(results):
                          '-' if changes is None else str(changes), '0',
                          None if changes is None else changes == 0))
     return rows
+
+
+def _cpu_rows(number, phase, minimum):
+    """A controller phase's figures of the protected guest's vCPU time.
+
+    The emulated bandwidth the controller acts on (:func:`window_cpu`),
+    judged by the same targets as its work rate.
+    """
+    lowest = phase.get('min_cpu_share')
+    took = phase.get('time_to_cpu')
+    return [
+        ('%s its vCPU time, minimum share after settling' % number,
+         _percent(lowest),
+         '>= %d%%' % (100 * TARGET_MIN_SHARE) if minimum else '',
+         None if lowest is None or not minimum else
+         lowest >= TARGET_MIN_SHARE),
+        ('%s time to >= %d%% of alone vCPU time' % (
+            number, 100 * TARGET_SHARE), _seconds(took),
+         '<= %d s' % TARGET_SECONDS,
+         None if took is None else took <= TARGET_SECONDS)]
 
 
 def _percent(share):
@@ -403,7 +455,19 @@ def _figures(results):
          get('resumed', 'time_to_target'), '<= %d' % TARGET_SECONDS,
          at_most(TARGET_SECONDS), None),
         ('7. its minimum share after settling [%]',
-         percent('resumed', 'min_share'), '', None, None)]
+         percent('resumed', 'min_share'), '', None, None),
+        ('1. alone, minimum share of its own mean [%]',
+         percent('alone', 'min_share'), '', None, None),
+        ('5. vCPU time, minimum share after settling [%]',
+         percent('controller', 'min_cpu_share'),
+         '>= %d, every run' % lowest, at_least(lowest), at_least(lowest)),
+        ('5. time to >= %d%% of alone vCPU time [s]' % share,
+         get('controller', 'time_to_cpu'),
+         '<= %d, worst <= %d' % (TARGET_SECONDS, TARGET_WORST_SECONDS),
+         at_most(TARGET_SECONDS), at_most(TARGET_WORST_SECONDS)),
+        ('7. time to >= %d%% of alone vCPU time again [s]' % share,
+         get('resumed', 'time_to_cpu'), '<= %d' % TARGET_SECONDS,
+         at_most(TARGET_SECONDS), None)]
     for i, (key, _title) in enumerate(PHASES, 1):
         if key in CONTROLLER_PHASES:
             rows.append(('%d. level changes after settling' % i,

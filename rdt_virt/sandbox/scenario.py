@@ -388,6 +388,7 @@ class Scenario(object):
         point = {'t': time.monotonic() - self.t_start,
                  'phase': self.recording,
                  'units': {n: m.sample()[1] for n, m in self.meters.items()},
+                 'cpu': self._cpu_seconds(),
                  'levels': self._levels()}
         self.points.append(point)
         return point
@@ -438,15 +439,19 @@ class Scenario(object):
         doc = self.wait_for_rates(names)
         samples = [self.sample() for _i in range(self.samples)]
         self.results[key] = report.summarize(samples)
-        if key in report.CONTROLLER_PHASES:
+        if key in report.CONTROLLER_PHASES or key == 'alone':
             # The whole steady part, not only its samples: a cycle of
-            # throttles and releases is longer than they are.
+            # throttles and releases is longer than they are. Alone, the
+            # same span shows how far the guest's own work rate strays
+            # with nobody beside it.
             self.wait(max(0.0, start + self.steady - self.now()))
             self.point()
-            alone = self.results.get('alone', {}).get('work')
+            alone = self.results.get('alone') or {}
+            work = alone.get('work')
+            cpu = alone.get('guests', {}).get(PROTECTED, {}).get('cpu')
             self.results[key].update(report.steady(
                 self.points, start, self.now(), self.hold,
-                alone[0] if alone else None))
+                work[0] if work else None, cpu[0] if cpu else None))
         self.say('== Phase %d: %s ==' % (
             [k for k, _t in PHASES].index(key) + 1, title))
         self.say()
@@ -482,7 +487,12 @@ class Scenario(object):
                 self.sandbox.control.status().get('mba_effect')))
             self.say()
             self.boot(PROTECTED, {})
+            self.recording = 'alone'
             self.measure(*PHASES[0])
+            # Its points served its own figures; the timeline and chart
+            # show the controller's phases.
+            self.recording = None
+            self.points = []
 
             for name in NOISY:
                 self.boot(name, {})
@@ -517,17 +527,19 @@ class Scenario(object):
         event: the neighbours started, the protected guest suspended, the
         protected guest resumed.
         """
-        alone = self.results['alone']['work'][0]
-        target = report.TARGET_SHARE * alone
+        alone = self.results['alone']
+        target = report.TARGET_SHARE * alone['work'][0]
+        cpu_target = report.TARGET_SHARE * alone['guests'][PROTECTED][
+            'cpu'][0]
         noisy = list(NOISY)
         self.results['host_load'] = self.host_load
         if self.host_load:
             self.say('(phases 5-7 beside %d CPU hogs outside the guests)'
                      % self.host_load)
         with hostload.HostLoad(self.host_load):
-            self._controller_phases(target, noisy)
+            self._controller_phases(target, cpu_target, noisy)
 
-    def _controller_phases(self, target, noisy):
+    def _controller_phases(self, target, cpu_target, noisy):
         def protected(since):
             return lambda points: report.time_to_rate(
                 points, PROTECTED, since, target, self.hold) is not None
@@ -551,6 +563,9 @@ class Scenario(object):
         phase = self.results['controller']
         phase['time_to_target'] = report.time_to_rate(
             self.points, PROTECTED, since, target, self.hold)
+        phase['time_to_cpu'] = report.time_to_rate(
+            self.points, PROTECTED, since, cpu_target, self.hold,
+            measure=report.window_cpu)
         phase['throttled'] = sum(
             1 for n in noisy if self.points[-1]['levels'].get(n) is not None)
 
@@ -573,6 +588,9 @@ class Scenario(object):
         phase = self.results['resumed']
         phase['time_to_target'] = report.time_to_rate(
             self.points, PROTECTED, since, target, self.hold)
+        phase['time_to_cpu'] = report.time_to_rate(
+            self.points, PROTECTED, since, cpu_target, self.hold,
+            measure=report.window_cpu)
         phase['time_to_throttle'] = report.time_to_first_throttle(
             self.points, since, noisy)
         self.recording = None

@@ -106,10 +106,16 @@ class TestReferenceScenario(base.TestCase):
 
     def assert_controller(self, results, report, work, relative):
         self.assertIn('The controller (phases 5-7)', report)
-        for key in ('controller', 'idle', 'resumed'):
+        for key in ('alone', 'controller', 'idle', 'resumed'):
             start, end = results[key]['steady']
             self.assertGreaterEqual(end - start, 20.0, key)
             self.assertIsNotNone(results[key]['level_changes'], key)
+        # Its own work rate strays alone too; its vCPU time, the emulated
+        # bandwidth, is measured through the controller's phases.
+        self.assertLessEqual(results['alone']['min_share'], 1.0)
+        for key in ('controller', 'resumed'):
+            self.assertIsNotNone(results[key]['min_cpu_share'], key)
+            self.assertIsNotNone(results[key]['time_to_cpu'], key)
         # Phase 5: the controller throttled the low neighbours, and the
         # protected guest got back much of what they had taken.
         phase = results['controller']

@@ -183,20 +183,23 @@ class CountersTest(base.TestCase):
 UNIT = guest.WORK_UNIT_BYTES
 
 
-def timeline(rates, levels, start=0.0, phase='controller'):
+def timeline(rates, levels, start=0.0, phase='controller', cpus=None):
     """Timeline points a second apart.
 
     *rates* are the protected guest's work units per second, *levels* each
-    second's level of the neighbours (one value for all seven).
+    second's level of the neighbours (one value for all seven), *cpus*
+    its vCPU time per second (CPUs; 1.0 throughout by default).
     """
-    points, units = [], 0
+    points, units, cpu = [], 0, 0.0
     for i, (rate, level) in enumerate(zip(rates, levels)):
         points.append({'t': start + i, 'phase': phase,
                        'units': {'protected': units,
                                  'noisy-1': 10 * i},
+                       'cpu': {'protected': cpu},
                        'levels': dict({n: level for n in report.NOISY},
                                       protected=None)})
         units += rate
+        cpu += 1.0 if cpus is None else cpus[i]
     return points
 
 
@@ -214,6 +217,43 @@ class TimelineTest(base.TestCase):
         points[1]['units']['protected'] = None
         self.assertEqual(4 * UNIT, report.window_rate(points, 'protected',
                                                       0, 2))
+
+    def test_window_cpu(self):
+        points = timeline([4] * 5, [None] * 5,
+                          cpus=[1.0, 1.0, 0.25, 0.25, 1.0])
+        self.assertEqual(1.0, report.window_cpu(points, 'protected', 0, 2))
+        self.assertEqual(0.25, report.window_cpu(points, 'protected', 2, 4))
+        self.assertIsNone(report.window_cpu(points, 'protected', 1, 1.5))
+        self.assertIsNone(report.window_cpu(points, 'noisy-1', 0, 4))
+        # Points recorded before vCPU times were: no window.
+        for p in points:
+            del p['cpu']
+        self.assertIsNone(report.window_cpu(points, 'protected', 0, 4))
+
+    def test_vcpu_time_judged_apart_from_the_work_rate(self):
+        # The work rate dips at t=3-4 while the vCPU time stays whole (the
+        # machine's memory, not the neighbours), and the vCPU time is
+        # squeezed at t=10-12 while the work rate is not.
+        rates = [4, 4, 4, 1, 1] + [4] * 12
+        cpus = [1.0] * 10 + [0.2, 0.2, 0.2] + [1.0] * 4
+        points = timeline(rates, [None] * 17, cpus=cpus)
+        self.assertEqual(0.25, report.min_share(points, 'protected', 0, 16,
+                                                2, 4 * UNIT))
+        self.assertAlmostEqual(0.2, report.min_share(
+            points, 'protected', 0, 16, 2, 1.0, measure=report.window_cpu))
+        self.assertEqual(3.0, report.time_to_rate(
+            points, 'protected', 2.0, 3.6 * UNIT, hold=2.0))
+        self.assertEqual(0.0, report.time_to_rate(
+            points, 'protected', 0.0, 0.9, hold=2.0,
+            measure=report.window_cpu))
+        self.assertEqual(3.0, report.time_to_rate(
+            points, 'protected', 10.0, 0.9, hold=2.0,
+            measure=report.window_cpu))
+        figures = report.steady(points, 0, 16, 2, 4 * UNIT, 1.0)
+        self.assertEqual(0.25, figures['min_share'])
+        self.assertAlmostEqual(0.2, figures['min_cpu_share'])
+        self.assertIsNone(report.steady(points, 0, 16, 2, 4 * UNIT)[
+            'min_cpu_share'])
 
     def test_time_to_rate_needs_the_rate_held(self):
         # Noisy neighbours start at t=10: the rate falls to 2, one lucky
@@ -296,11 +336,14 @@ class TimelineTest(base.TestCase):
                    'resumed': phase(18.5, 0.5)}
         results['controller'].update(time_to_target=time_to_target,
                                      level_changes=changes,
-                                     min_share=min_share)
+                                     min_share=min_share,
+                                     min_cpu_share=0.95, time_to_cpu=1.5)
         results['idle'].update(time_to_release=12.0, level_changes=0)
         results['resumed'].update(time_to_target=None,
                                   time_to_throttle=3.0, level_changes=0,
-                                  min_share=None)
+                                  min_share=None, min_cpu_share=0.9,
+                                  time_to_cpu=6.0)
+        results['alone'].update(min_share=0.7, level_changes=0)
         results['host_load'] = 1
         return report.add_shares(results)
 
@@ -331,10 +374,22 @@ class TimelineTest(base.TestCase):
                          rows['7. time to >= 90% of alone again [s]'])
         self.assertEqual(['1.0', '1.0', '1.0', '1.0'],
                          rows['host load outside the guests [CPU hogs]'])
+        self.assertEqual(['70.0', '70.0', '70.0', '70.0'],
+                         rows['1. alone, minimum share of its own mean '
+                              '[%]'])
+        self.assertEqual(['95.0', '95.0', '95.0', '95.0', 'RUN', '1', '>=',
+                          '80,', 'every', 'run', 'met'],
+                         rows['5. vCPU time, minimum share after settling '
+                              '[%]'])
+        self.assertEqual(['6.0', '6.0', '6.0', '6.0', 'RUN', '3', '<=', '5',
+                          'NOT', 'met'],
+                         rows['7. time to >= 90% of alone vCPU time again '
+                              '[s]'])
         # A worst run past its own bound fails the mean that meets it.
         runs = [self.results(2.29, t, 0) for t in (1.0, 1.0, 9.0)]
         text = report.runs_table(runs)
-        line, = [x for x in text.splitlines() if x.startswith('5. time')]
+        line, = [x for x in text.splitlines()
+                 if x.startswith('5. time to >= 90% of alone [s]')]
         self.assertTrue(line.endswith('NOT met'), line)
 
     def test_summarize_reads_the_runs_directories(self):
@@ -350,7 +405,7 @@ class TimelineTest(base.TestCase):
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
         self.assertEqual(0, cmd.main(['--summarize'] + dirs))
         line, = [x for x in out.getDetails()['stdout'].as_text().splitlines()
-                 if x.startswith('5. time to')]
+                 if x.startswith('5. time to >= 90% of alone [s]')]
         self.assertEqual(['4.0', '8.0', '6.0', 'RUN', '2', '<=', '5,',
                           'worst', '<=', '8', 'NOT', 'met'],
                          line.split()[-12:])
@@ -393,6 +448,18 @@ class TimelineTest(base.TestCase):
                               'again'])
         self.assertEqual(('0', '0', True),
                          rows['5. level changes after settling'])
+        self.assertEqual(('95%', '>= 80%', True),
+                         rows['5. its vCPU time, minimum share after '
+                              'settling'])
+        self.assertEqual(('1.5 s', '<= 5 s', True),
+                         rows['5. time to >= 90% of alone vCPU time'])
+        self.assertEqual(('90%', '', None),
+                         rows['7. its vCPU time, minimum share after '
+                              'settling'])
+        self.assertEqual(('6.0 s', '<= 5 s', False),
+                         rows['7. time to >= 90% of alone vCPU time'])
+        self.assertEqual(('70%', '', None),
+                         rows['1. alone, minimum share of its own mean'])
         rows = {r[0]: r[1:] for r in report.controller_rows(
             self.results(idle_each=2.29, time_to_target=14.0, changes=3))}
         self.assertEqual(('2.29x', '>= 2x', True),
@@ -402,11 +469,12 @@ class TimelineTest(base.TestCase):
                          rows['5. time to >= 90% of alone'])
         self.assertEqual(('3', '0', False),
                          rows['5. level changes after settling'])
+        # Phase 7's vCPU time took 6 s in every made-up run.
         table = report.controller_table(self.results(16, 4.0, 0))
-        self.assertNotIn('NOT met', table)
+        self.assertEqual(1, table.count('NOT met'))
         self.assertIn('met', table)
         table = report.controller_table(self.results(16, 14.0, 0))
-        self.assertEqual(1, table.count('NOT met'))
+        self.assertEqual(2, table.count('NOT met'))
         text = report.experiment_table(self.results(16, 4.0, 0))
         self.assertIn('5. neighbours low, protected high (controller)', text)
         self.assertIn('6. protected guest suspended', text)
@@ -507,11 +575,16 @@ class SteadyPartTest(base.TestCase):
         self.assertGreaterEqual(end - start, 0.2)
         self.assertEqual(0, phase['level_changes'])
         self.assertIsNone(phase['min_share'])      # no alone phase
+        self.assertIsNone(phase['min_cpu_share'])
         self.assertGreater(len(run.points), 10)
-        # Other phases have no steady part of their own.
-        run.recording = None
+        # The alone phase has one too, judged against its own mean; the
+        # static phases have none.
         run.measure('alone', 'title')
-        self.assertNotIn('steady', run.results['alone'])
+        self.assertEqual(1.0, run.results['alone']['work'][0])
+        self.assertIn('min_share', run.results['alone'])
+        run.recording = None
+        run.measure('none', 'title')
+        self.assertNotIn('steady', run.results['none'])
 
 
 class HostLoadTest(base.TestCase):
