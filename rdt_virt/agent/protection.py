@@ -46,6 +46,8 @@ from rdt_virt.agent import model
 from rdt_virt.agent import pools as pools_mod
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import sampler
+from rdt_virt.agent import state as state_mod
+from rdt_virt import exception
 from rdt_virt.policy import fit
 from rdt_virt.resctrl import info
 
@@ -220,6 +222,26 @@ class Protection(object):
     def levels(self):
         """``{uuid: level}`` for the planner."""
         return self.state.levels if self.opts.controller_enabled else {}
+
+    def resume_file(self, path):
+        """:meth:`resume` from the state file at ``path``.
+
+        A file this agent cannot read whole (another version of the
+        document, from an rdt-virt one release older or newer) is not
+        taken in part: the controller starts afresh, and says so, since
+        that releases the instances it held before the restart.
+        """
+        try:
+            doc = state_mod.load(path)
+        except FileNotFoundError:
+            return
+        except (OSError, exception.InvalidStateFile) as e:
+            if self.opts.controller_enabled:
+                LOG.warning('Bandwidth controller starts afresh, without '
+                            'the levels it held before the restart: %s',
+                            e)
+            return
+        self.resume(doc)
 
     def resume(self, doc, instances=None):
         """Take the levels back from a state document after a restart.

@@ -50,7 +50,6 @@ from rdt_virt.agent import protection as protection_mod
 from rdt_virt.agent import reconcile
 from rdt_virt.agent import sampling as sampling_mod
 from rdt_virt.agent import snapshot as snapshot_mod
-from rdt_virt.agent import state
 from rdt_virt import concurrency
 from rdt_virt import exception
 from rdt_virt.policy import default_group
@@ -530,7 +529,7 @@ class Agent(object):
         """
         if not self._resumed:
             self._resumed = True
-            self.protection.resume(state.read(self.conf.rdt.state_file))
+            self.protection.resume_file(self.conf.rdt.state_file)
         return reconcile.controlled(instances, self.protection.levels,
                                     self.caps)
 

@@ -25,18 +25,32 @@ instance counts on every domain its vCPUs may run on; the driver does not
 narrow an instance to the domains of its NUMA cells, so today every
 instance counts on every domain of the host. Stats without the counts
 (older drivers) read as no classed instance.
+
+Schedulers one release older and newer than the compute hosts read the
+stat during an upgrade (doc/source/admin/upgrade.rst). A writer adds
+keys, or values at the end of a row, and every reader ignores those it
+does not know; anything a reader of the current :data:`VERSION` would
+misread changes the version. :func:`decode` refuses a stat it cannot read
+whole, and a value it does not know where one changes what fits (the
+strategy, the architecture): the scheduler then sees a host without RDT
+and places no RDT flavor there.
 """
 
 import dataclasses
 import json
 import typing
 
+from rdt_virt.conf import rdt as rdt_conf
 from rdt_virt.policy import capacity as capacity_mod
 from rdt_virt.policy import extra_specs as es
 from rdt_virt.resctrl import info
 
 KEY = 'rdt_virt'
 VERSION = 1
+# What fit() and the capacity check know; another value is a newer
+# writer's, read as no RDT rather than as one of these.
+_STRATEGIES = (rdt_conf.PER_INSTANCE, rdt_conf.SHARED)
+_ARCHES = (info.ARCH_X86, info.ARCH_MPAM)
 # Compute node stat naming the report the ``rdt_virt`` stat comes from (a
 # time in ns): two reports of equal content are still two reports, and
 # the scheduler must not take the second for the first
@@ -172,9 +186,13 @@ def decode(stats):
         doc = json.loads(raw)
         if not isinstance(doc, dict) or doc.get('v') != VERSION:
             return None
+        arch = doc.get('arch') or info.ARCH_X86
+        if doc['strategy'] not in _STRATEGIES or arch not in _ARCHES:
+            return None
         caches = {}
-        for name, mask, min_bits, closids, sparse, ways, doms in doc[
-                'caches']:
+        # Rows may grow at the end (see the module): read what is known.
+        for row in doc['caches']:
+            name, mask, min_bits, closids, sparse, ways, doms = row[:7]
             level, ctype = info.CACHE_RESOURCES[name]
             caches[name] = info.CacheResource(
                 name=name, level=level, type=ctype, cbm_mask=mask,
@@ -192,13 +210,13 @@ def decode(stats):
                 max_value=int(row[6]) if len(row) > 6 else 0)
         monitor = None
         if doc['monitor']:
-            rmids, features, doms = doc['monitor']
+            rmids, features, doms = doc['monitor'][:3]
             monitor = info.MonitorCapability(
                 num_rmids=rmids, features=frozenset(features),
                 max_threshold_occupancy=None, domain_ids=tuple(doms))
         package = None
         if doc.get('pkg'):
-            rmids, features, doms = doc['pkg']
+            rmids, features, doms = doc['pkg'][:3]
             package = info.PackageMonitor(
                 num_rmids=rmids, features=frozenset(features),
                 domain_ids=tuple(doms))
@@ -214,12 +232,14 @@ def decode(stats):
                 closid_limit=int(doc.get('closid_limit') or 0),
                 io_alloc=bool(doc.get('io_alloc')),
                 package_monitor=package,
-                arch=doc.get('arch') or info.ARCH_X86),
+                arch=arch),
             capacity=cap, strategy=doc['strategy'],
             monitoring=bool(doc['monitoring']), mbw=doc.get('mbw'),
             classes={int(d): (int(c[0]), int(c[1]))
                      for d, c in (doc.get('classes') or {}).items()},
             claimed=(frozenset(doc['claimed']) if 'claimed' in doc
                      else None))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        # A value in a shape this reader does not know: a filter must
+        # never fail on one host's stat.
         return None
