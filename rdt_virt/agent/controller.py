@@ -42,6 +42,9 @@ in short:
 * **Late-measured**: a low instance active for the first time in a pool
   whose other active low instances are all held, with a high instance
   active, starts at their level at once.
+* **Not measured yet**: a monitored low instance without a first rate,
+  new since the last period, goes to the floor while a high instance of
+  the pool is starved.
 * **Release** (``increase`` points) when no high instance is active, or
   when the pressure is at or below ``low_watermark`` and every active
   high instance keeps what protection gave it (the rate it moved before
@@ -339,6 +342,22 @@ def _throttle(dom, lows, levels, scale, params, capacity, excess, in_use,
     return covered
 
 
+def _new_to_floor(dom, new_lows, levels, scale, params, capacity, in_use,
+                  votes):
+    """Vote the floor for each unmeasured new low instance; how many."""
+    count = 0
+    for m in new_lows:
+        floor = _floor(m, scale, params, capacity)
+        current = in_force(m, levels, scale)
+        level, in_place = levelgroups.snap(floor, current, in_use, scale,
+                                           floor)
+        if level < current and not in_place:
+            _vote(votes, m.uuid, level, dom)
+            in_use.add(level)
+            count += 1
+    return count
+
+
 def _released(member, old, scale, params, capacity):
     """The level one release step gives ``member`` (None: let go)."""
     ceiling = _ceiling(member, scale)
@@ -472,6 +491,11 @@ def decide(members, state, scale, params, now, capacities=None):
             if m.uuid in levels]
     measured_highs = [m for m in measured if m.priority == HIGH]
     measured_lows = [m for m in measured if m.priority == LOW]
+    # Monitored low instances that have never been measured: started (or
+    # first monitored) since the last period. Nothing after a restart.
+    new_lows = [m for m in members.values() if m.priority == LOW and
+                m.domains is None and m.monitored and
+                m.uuid not in state.seen] if state.seen else []
     for dom in sorted(domain_ids):
         old = state.domains.get(dom, Domain())
         total = sum([m.domains.get(dom, 0.0) for m in measured])
@@ -551,6 +575,20 @@ def decide(members, state, scale, params, now, capacities=None):
                     reason = (above + ', no step left (every active low '
                               'at its floor or at the lowest level there '
                               'is)')
+            if hungry and new_lows and not throttle_dwelling and (
+                    _new_to_floor(dom, new_lows, levels, scale, params,
+                                  capacity, in_use, throttle_votes)):
+                # Their first rate is one or two intervals away, and the
+                # high instance is starved now: the likeliest cause goes
+                # to the floor at once; the usual steps release it once
+                # it is measured idle.
+                decision = THROTTLE
+                reason = ('%s starved, with %d low instance(s) not measured '
+                          'yet: those to the floor' % (
+                              hungry[0], sum(1 for m in new_lows
+                                             if m.uuid in throttle_votes)))
+                for m in new_lows:
+                    vote_why.setdefault(m.uuid, reason)
         elif losing:
             # The first sign that a release cost it its share: undo the
             # last step, and release no more while it is active.

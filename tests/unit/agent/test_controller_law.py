@@ -31,6 +31,7 @@ from tests.unit.agent.test_controller import L2
 from tests.unit.agent.test_controller import Loop
 from tests.unit.agent.test_controller import low
 from tests.unit.agent.test_controller import PCT
+from tests.unit.agent.test_controller import unmeasured
 from tests.unit.policy import hosts
 
 L3 = 'low-3'
@@ -199,6 +200,57 @@ class TestLateMeasured(base.TestCase):
         self.assertEqual({L1: 10}, protect(loop, low(8), free))
         loop.run(hi(3), low(0.4), free, low(2, uuid=L3))
         self.assertEqual({L1: 10}, loop.levels)
+
+
+class TestNewBesideStarved(base.TestCase):
+    """Low instances without a first rate yet, while a high one starves."""
+
+    def starving(self):
+        loop = Loop()
+        for _ in range(3):
+            loop.run(hi(4))
+        return loop
+
+    def test_to_the_floor_before_their_first_rate(self):
+        loop = self.starving()
+        d = loop.run(hi(1.5), unmeasured(L1), unmeasured(L2))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
+        self.assertEqual('%s starved, with 2 low instance(s) not measured '
+                         'yet: those to the floor' % H, d.changes[0].reason)
+
+    def test_released_in_steps_once_measured_idle(self):
+        loop = self.starving()
+        loop.run(hi(1.5), unmeasured(L1))
+        self.assertEqual({L1: 10}, loop.levels)
+        for _ in range(40):
+            loop.run(hi(4), low(0.05))
+        self.assertEqual({}, loop.levels)
+
+    def test_not_while_the_high_instance_gets_its_share(self):
+        loop = self.starving()
+        loop.run(hi(4), unmeasured(L1))
+        self.assertEqual({}, loop.levels)
+
+    def test_not_one_measured_before(self):
+        # Measured idle once, then unmeasured (no rate this interval):
+        # not new; the law waits for its rate.
+        loop = self.starving()
+        loop.run(hi(4), low(0.05))
+        loop.run(hi(1.5), unmeasured(L1))
+        self.assertEqual({}, loop.levels)
+
+    def test_not_one_the_agent_does_not_monitor(self):
+        loop = self.starving()
+        blind = ctl.Member(L1, ctl.LOW, domains=None, monitored=False)
+        loop.run(hi(1.5), blind)
+        self.assertEqual({}, loop.levels)
+
+    def test_not_in_the_first_period_after_a_restart(self):
+        loop = self.starving()
+        loop.state = dataclasses.replace(loop.state, seen={})
+        loop.run(hi(1.5), unmeasured(L1))
+        self.assertEqual({}, loop.levels)
 
 
 class TestNoFreeClosid(base.TestCase):
