@@ -44,7 +44,8 @@ in short:
   active, starts at their level at once.
 * **Not measured yet**: a monitored low instance without a first rate,
   new since the last period, goes to the floor while a high instance of
-  the pool is starved.
+  the pool is starved, and where the other active low instances are all
+  held, with a high instance active, starts at their level.
 * **Release** (``increase`` points) when no high instance is active, or
   when the pressure is at or below ``low_watermark`` and every active
   high instance keeps what protection gave it (the rate it moved before
@@ -528,6 +529,13 @@ def decide(members, state, scale, params, now, capacities=None):
                     _vote(throttle_votes, uuid, level, dom)
                     vote_why[uuid] = (
                         'late-measured: starts where the other low '
+                        'instances are, with %d active high' % len(highs))
+            for uuid, level in keeping.join_new(
+                    lows, new_lows, levels, state.seen).items():
+                if level < in_force(members[uuid], levels, scale):
+                    _vote(throttle_votes, uuid, level, dom)
+                    vote_why[uuid] = (
+                        'not measured yet: starts where the other low '
                         'instances are, with %d active high' % len(highs))
         if pressure is None:
             reason = 'capacity unknown yet'

@@ -123,6 +123,25 @@ def join_level(dom, lows, levels, seen_before):
     return {m.uuid: level for m in late}
 
 
+def join_new(lows, new, levels, seen_before):
+    """The level each new, not yet measured low instance starts at.
+
+    As :func:`join_level`, for the instances in ``new`` (no rate yet, so
+    not in ``lows``) while the pool's active low instances are all held
+    or late: they take the highest level those are held at at once,
+    rather than one or two intervals later with their first rate.
+
+    :returns: ``{uuid: level}``.
+    """
+    held = [m for m in lows if m.uuid in levels]
+    late = [m for m in lows if m.uuid not in levels and
+            not seen_before.get(m.uuid)]
+    if not held or len(held) + len(late) != len(lows):
+        return {}
+    level = max(levels[m.uuid] for m in held)
+    return {m.uuid: level for m in new if m.uuid not in levels}
+
+
 class Peak(typing.NamedTuple):
     """The highest rate a high instance sustained (learned like capacity).
 

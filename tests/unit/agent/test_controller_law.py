@@ -192,6 +192,28 @@ class TestLateMeasured(base.TestCase):
                  low(3, uuid=L3))
         self.assertNotIn(L3, loop.levels)
 
+    def test_a_new_low_starts_there_before_its_first_rate(self):
+        loop = Loop()
+        protect(loop, low(4), low(4, uuid=L2))
+        # No rate yet for the third; the pool is quiet (0.38), the high
+        # instance not starved: it still starts where the others are.
+        d = loop.run(hi(3), low(0.4), low(0.4, uuid=L2), unmeasured(L3))
+        self.assertEqual({L1: 10, L2: 10, L3: 10}, loop.levels)
+        self.assertIn('not measured yet: starts where the other low '
+                      'instances are', d.changes[0].reason)
+        # Not beside an idle high instance, nor beside a low one that
+        # runs free.
+        loop = Loop()
+        protect(loop, low(4), low(4, uuid=L2))
+        loop.run(hi(0, demand=0.0), low(0.4), low(0.4, uuid=L2),
+                 unmeasured(L3))
+        self.assertNotIn(L3, loop.levels)
+        loop = Loop()
+        free = low(1, uuid=L2, ceiling=10)
+        protect(loop, low(8), free)
+        loop.run(hi(3), low(0.4), free, unmeasured(L3))
+        self.assertNotIn(L3, loop.levels)
+
     def test_not_while_another_low_runs_free(self):
         loop = Loop()
         # L2 is active and held by nobody (its static cap is the floor):
