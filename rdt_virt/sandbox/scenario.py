@@ -433,7 +433,7 @@ class Scenario(object):
         for name in names:
             while (self.meters[name].sample()[1] is None and
                    time.monotonic() < deadline):
-                time.sleep(0.5)
+                self.wait(0.5)      # the timeline goes on meanwhile
         self.wait(self.settle if settle is None else settle)
         start = self.now()
         doc = self.wait_for_rates(names)
@@ -541,8 +541,12 @@ class Scenario(object):
 
     def _controller_phases(self, target, cpu_target, noisy):
         def protected(since):
+            # By its work rate and by its vCPU time alike.
             return lambda points: report.time_to_rate(
-                points, PROTECTED, since, target, self.hold) is not None
+                points, PROTECTED, since, target, self.hold) is not None \
+                and report.time_to_rate(
+                    points, PROTECTED, since, cpu_target, self.hold,
+                    measure=report.window_cpu) is not None
 
         self.destroy(noisy + [PROTECTED])
         self.recording = 'controller'
