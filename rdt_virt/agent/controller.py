@@ -523,20 +523,17 @@ def decide(members, state, scale, params, now, capacities=None):
         # Nothing is late in the first period after a (re)start: nobody
         # was seen before it.
         if highs and state.seen:
-            for uuid, level in keeping.join_level(
-                    dom, lows, levels, state.seen).items():
-                if level < in_force(members[uuid], levels, scale):
-                    _vote(throttle_votes, uuid, level, dom)
-                    vote_why[uuid] = (
-                        'late-measured: starts where the other low '
-                        'instances are, with %d active high' % len(highs))
-            for uuid, level in keeping.join_new(
-                    lows, new_lows, levels, state.seen).items():
-                if level < in_force(members[uuid], levels, scale):
-                    _vote(throttle_votes, uuid, level, dom)
-                    vote_why[uuid] = (
-                        'not measured yet: starts where the other low '
-                        'instances are, with %d active high' % len(highs))
+            for what, joining in (
+                    ('late-measured', keeping.join_level(
+                        dom, lows, levels, state.seen)),
+                    ('not measured yet', keeping.join_new(
+                        lows, new_lows, levels, state.seen))):
+                for uuid, level in joining.items():
+                    if level < in_force(members[uuid], levels, scale):
+                        _vote(throttle_votes, uuid, level, dom)
+                        vote_why[uuid] = (
+                            '%s: starts where the other low instances '
+                            'are, with %d active high' % (what, len(highs)))
         if pressure is None:
             reason = 'capacity unknown yet'
         # A starved high instance is no matter of the pressure: the
