@@ -155,13 +155,8 @@ class Telemetry(object):
         if first:
             return
         for tid, sample in samples.items():
-            delta = sample.cpu_ns - previous.get(tid, 0)
-            package = package_of.get(sample.cpu)
-            if delta <= 0 or package is None:
-                continue
-            rmid = owner(tid, sample.cpu)
-            if rmid is not None:
-                self.charge(rmid, package, delta / 1e9)
+            self._charge_since(tid, sample, previous.get(tid, 0), owner,
+                               package_of)
 
     def charge_thread(self, tid, sample, owner, package_of):
         """Charge one thread's CPU time since the last update now.
@@ -171,8 +166,12 @@ class Telemetry(object):
         """
         if self._cpu_ns is None:
             return
-        delta = sample.cpu_ns - self._cpu_ns.get(tid, 0)
+        before = self._cpu_ns.get(tid, 0)
         self._cpu_ns[tid] = sample.cpu_ns
+        self._charge_since(tid, sample, before, owner, package_of)
+
+    def _charge_since(self, tid, sample, before_ns, owner, package_of):
+        delta = sample.cpu_ns - before_ns
         package = package_of.get(sample.cpu)
         if delta <= 0 or package is None:
             return
