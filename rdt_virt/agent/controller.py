@@ -594,6 +594,13 @@ def decide(members, state, scale, params, now, capacities=None):
                                              if m.uuid in throttle_votes)))
                 for m in new_lows:
                     vote_why.setdefault(m.uuid, reason)
+            if decision == THROTTLE and undo:
+                # Cut again after a release with a high instance active:
+                # the release cost it its share, as when it is undone
+                # below; no release while it is active, or the pool
+                # cycles between the floor and one step above it.
+                stopped = True
+                undo = {}
         elif losing:
             # The first sign that a release cost it its share: undo the
             # last step, and release no more while it is active.

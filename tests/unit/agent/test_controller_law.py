@@ -149,6 +149,25 @@ class TestKeptShare(base.TestCase):
         self.assertFalse(loop.state.domains[0].stopped)
         self.assertEqual({}, dict(loop.state.domains[0].given))
 
+    def test_cut_again_after_a_release_stops_the_releases(self):
+        # Under host load the release step starves the protected instance
+        # (below half its peak, wanting as much) before the kept-share
+        # check can see it: the starved rule cuts, and no release follows
+        # while it is active, rather than a cycle of release and cut.
+        loop = self.released_once()
+        d = loop.run(hi(1.5), low(2))
+        self.assertEqual({L1: 10}, loop.levels)
+        self.assertEqual(ctl.THROTTLE, d.reports[0].decision)
+        self.assertTrue(loop.state.domains[0].stopped)
+        changes = len(loop.changes)
+        for _ in range(30):
+            d = loop.run(hi(4), low(1))
+        self.assertEqual(changes, len(loop.changes))
+        self.assertIn('cost a high instance its share', d.reports[0].reason)
+        for _ in range(30):
+            loop.run(hi(0, demand=0.0), low(1))
+        self.assertEqual({}, loop.levels)
+
     def test_less_demand_is_no_loss(self):
         loop = self.released_once()
         # It moves less because it wants less (half the CPU): not the
