@@ -117,12 +117,30 @@ def summarize(samples):
             'guests': guests}
 
 
+def reference(results, key):
+    """What phase *key*'s protected guest is measured against.
+
+    The alone phase; in phases 5-7 of a run beside host load, the
+    protected guest alone beside that load (``results['reference']``),
+    where there is one.
+
+    :returns: ``(work, cpu)``: the reference's ``(mean, sd)`` of work rate
+        and of vCPU time, either None when not measured.
+    """
+    ref = results.get('reference') if key in CONTROLLER_PHASES else None
+    if ref:
+        return ref.get('work'), ref.get('cpu')
+    alone = results.get('alone') or {}
+    return (alone.get('work'),
+            alone.get('guests', {}).get(PROTECTED, {}).get('cpu'))
+
+
 def add_shares(results):
-    """Each phase's work rate as a share of the alone phase's mean."""
-    alone = results.get('alone', {}).get('work')
-    for phase in results.values():
-        if not isinstance(phase, dict):
+    """Each phase's work rate as a share of its :func:`reference`'s mean."""
+    for key, phase in results.items():
+        if not isinstance(phase, dict) or 'work_samples' not in phase:
             continue        # a run's setting, such as its host load
+        alone = reference(results, key)[0]
         if alone and alone[0]:
             phase['share'] = stats([w / alone[0] for w in
                                     phase['work_samples'] if w is not None])
@@ -245,8 +263,8 @@ def min_share(points, name, start, end, hold, reference,
 def steady(points, start, end, hold, reference, cpu_reference=None):
     """A phase's figures over its steady part.
 
-    :param reference: the alone phase's mean work rate.
-    :param cpu_reference: the alone phase's mean vCPU time (CPUs).
+    :param reference: the mean work rate of the phase's :func:`reference`.
+    :param cpu_reference: its mean vCPU time (CPUs).
     :returns: ``{'steady': [start, end], 'level_changes': count,
         'min_share': share of alone or None, 'min_cpu_share': the same
         of vCPU time or None}``
@@ -345,6 +363,10 @@ def controller_rows(results):
     if phase and 'min_share' in phase:
         rows.append(('1. alone, minimum share of its own mean',
                      _percent(phase.get('min_share')), '', None))
+    beside = _beside_load(results)
+    if beside is not None:
+        rows.append(('5-7. reference: alone beside the host load, share of '
+                     '1.', _percent(beside), '', None))
     phase = results.get('idle')
     static = results.get(STATIC, {}).get('noisy_work')
     if phase:
@@ -475,7 +497,23 @@ def _figures(results):
                          at_most(0)))
     rows.append(('host load outside the guests [CPU hogs]',
                  results.get('host_load', 0), '', None, None))
+    beside = _beside_load(results)
+    rows.append(('5-7. reference: alone beside the host load, % of 1.',
+                 None if beside is None else 100 * beside, '', None, None))
     return rows
+
+
+def _beside_load(results):
+    """The reference beside the host load as a share of phase 1, or None.
+
+    The protected guest's work rate alone beside the load against alone on
+    the idle host; None in a run without host load.
+    """
+    ref = (results.get('reference') or {}).get('work')
+    alone = (results.get('alone') or {}).get('work')
+    if not ref or not alone or not alone[0]:
+        return None
+    return ref[0] / alone[0]
 
 
 def runs_table(runs):
@@ -562,7 +600,7 @@ def chart_data(results, points=()):
             'share': phase.get('share'),
             'mbm': {name: phase['guests'].get(name, {}).get('mbm')
                     for name in GUESTS}})
-    alone = results.get('alone', {}).get('work')
+    alone = reference(results, 'controller')[0]
     numbers = {k: str(i) for i, (k, _t) in enumerate(PHASES, 1)}
     timeline = None
     if points:

@@ -446,9 +446,7 @@ class Scenario(object):
             # with nobody beside it.
             self.wait(max(0.0, start + self.steady - self.now()))
             self.point()
-            alone = self.results.get('alone') or {}
-            work = alone.get('work')
-            cpu = alone.get('guests', {}).get(PROTECTED, {}).get('cpu')
+            work, cpu = report.reference(self.results, key)
             self.results[key].update(report.steady(
                 self.points, start, self.now(), self.hold,
                 work[0] if work else None, cpu[0] if cpu else None))
@@ -527,19 +525,33 @@ class Scenario(object):
         event: the neighbours started, the protected guest suspended, the
         protected guest resumed.
         """
-        alone = self.results['alone']
-        target = report.TARGET_SHARE * alone['work'][0]
-        cpu_target = report.TARGET_SHARE * alone['guests'][PROTECTED][
-            'cpu'][0]
-        noisy = list(NOISY)
         self.results['host_load'] = self.host_load
         if self.host_load:
             self.say('(phases 5-7 beside %d CPU hogs outside the guests)'
                      % self.host_load)
         with hostload.HostLoad(self.host_load):
-            self._controller_phases(target, cpu_target, noisy)
+            self._controller_phases(list(NOISY))
 
-    def _controller_phases(self, target, cpu_target, noisy):
+    def _alone_beside_load(self):
+        """The protected guest alone beside the host load: 5-7's reference.
+
+        What the host's own work leaves the guest is not the neighbours'
+        doing, and no throttle of theirs gives it back: protection is
+        judged against what the guest gets alone on the host as it is.
+        """
+        found = report.summarize([self.sample()
+                                  for _i in range(self.samples)])
+        self.results['reference'] = {
+            'work': found['work'],
+            'cpu': found['guests'].get(PROTECTED, {}).get('cpu'),
+            'host_load': self.host_load}
+        alone = self.results['alone']['work'][0]
+        self.say('(reference for phases 5-7: the protected guest alone '
+                 'beside the host load, %s MiB/s, %.0f%% of alone on the '
+                 'idle host)' % (report._pm(found['work'], 1 / MIB),
+                                 100 * found['work'][0] / alone))
+
+    def _controller_phases(self, noisy):
         def protected(since):
             # By its work rate and by its vCPU time alike.
             return lambda points: report.time_to_rate(
@@ -554,6 +566,11 @@ class Scenario(object):
         self.wait_for_work(PROTECTED)
         self.wait_for_rates([PROTECTED])
         self.wait(self.settle)
+        if self.host_load:
+            self._alone_beside_load()
+        work, cpu = report.reference(self.results, 'controller')
+        target = report.TARGET_SHARE * work[0]
+        cpu_target = report.TARGET_SHARE * cpu[0]
         first = self.now()
         for name in noisy:
             self.boot(name, report.LOW_SPECS)

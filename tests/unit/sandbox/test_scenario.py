@@ -598,3 +598,58 @@ class HostLoadTest(base.TestCase):
         self.assertTrue(all(p.poll() is not None for p in procs))
         with hostload.HostLoad(0) as load:
             self.assertEqual([], load.procs)
+
+
+class BesideHostLoadTest(base.TestCase):
+    """Beside host load, 5-7 are judged against alone beside that load."""
+
+    def phase(self, work, cpu):
+        return report.summarize(samples([work] * 3, {'protected': cpu}, {}))
+
+    def test_controller_phases_against_alone_beside_the_load(self):
+        results = {'alone': self.phase(20, 1.0), 'none': self.phase(5, 0.3),
+                   'controller': self.phase(9, 0.45)}
+        # Without host load: alone is every phase's reference.
+        self.assertEqual(((20 * MIB, 0.0), (1.0, 0.0)),
+                         report.reference(results, 'controller'))
+        self.assertEqual(0.45, report.add_shares(
+            dict(results))['controller']['share'][0])
+        results['reference'] = {'work': (10 * MIB, 0.0), 'cpu': (0.5, 0.0),
+                                'host_load': 1}
+        results['host_load'] = 1
+        self.assertEqual(((10 * MIB, 0.0), (0.5, 0.0)),
+                         report.reference(results, 'controller'))
+        # A phase before the load is still judged against alone.
+        self.assertEqual(((20 * MIB, 0.0), (1.0, 0.0)),
+                         report.reference(results, 'none'))
+        report.add_shares(results)
+        self.assertEqual(0.9, results['controller']['share'][0])
+        self.assertEqual(0.25, results['none']['share'][0])
+        rows = {r[0]: r[1] for r in report.controller_rows(results)}
+        self.assertEqual('50%', rows['5-7. reference: alone beside the host '
+                                     'load, share of 1.'])
+        self.assertEqual('90 ± 0%', rows['5. protected work rate, share of '
+                                     'alone'])
+        figures = {r[0]: r[1] for r in report._figures(results)}
+        self.assertEqual(50.0, figures['5-7. reference: alone beside the '
+                                       'host load, % of 1.'])
+        del results['reference']
+        figures = {r[0]: r[1] for r in report._figures(results)}
+        self.assertIsNone(figures['5-7. reference: alone beside the host '
+                                  'load, % of 1.'])
+
+    def test_the_scenario_measures_the_reference_beside_the_load(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        out = io.StringIO()
+        run = scenario.Scenario(tmp, out=out, samples=3, host_load=1)
+        run.results['alone'] = self.phase(20, 1.0)
+        rates = iter([12, 14, 16])
+        run.sample = lambda: {'work': next(rates) * MIB, 'works': {},
+                              'cpu': {'protected': 0.7}, 'mbm': {}}
+        run._alone_beside_load()
+        ref = run.results['reference']
+        self.assertEqual(14 * MIB, ref['work'][0])
+        self.assertAlmostEqual(0.7, ref['cpu'][0])
+        self.assertEqual(1, ref['host_load'])
+        self.assertIn('14.0 ± 2.0 MiB/s, 70% of alone on the idle host',
+                      out.getvalue())
