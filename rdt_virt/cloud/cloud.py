@@ -53,9 +53,11 @@ from rdt_virt.cloud import ssh
 from rdt_virt.cloud import watcher
 
 DEFAULT_DIR = '/var/lib/rdt-virt/cloud'
-#: The agents' ``[rdt_agent] controller_release_dwell`` (seconds): the test
-#: cloud's, where production keeps the default (three sampling periods).
+#: The agents' ``[rdt_agent] controller_release_dwell`` (seconds) and
+#: ``controller_increase`` (percent per release step): the test cloud's,
+#: where production keeps the defaults (three sampling periods; 10).
 RELEASE_DWELL = 10
+RELEASE_INCREASE = 30
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 DATABASES = ('keystone', 'placement', 'glance', 'neutron', 'nova_api',
              'nova_cell0', 'nova_cell1', 'gnocchi', 'watcher')
@@ -426,10 +428,12 @@ class Cloud(object):
         agent_conf = self.host_dir(host, 'etc', 'rdt-virt.conf')
         ini.iniset(agent_conf, 'rdt_agent', 'prometheus_port',
                    str(self.layout.ports['agent_prom_%s' % host]))
-        # The flow waits for a release from the floor: one step per
-        # sampling period (10 s) rather than the default three.
+        # The flow waits for a release from the floor: three steps of one
+        # sampling period (10 s) rather than nine of the default three.
         ini.iniset(agent_conf, 'rdt_agent', 'controller_release_dwell',
                    str(RELEASE_DWELL))
+        ini.iniset(agent_conf, 'rdt_agent', 'controller_increase',
+                   str(RELEASE_INCREASE))
         self.devstack_plugin(host, enabled, phases=(('stack', 'extra'),),
                              **plugin)
         uri = 'qemu:///system?socket=%s' % os.path.join(

@@ -974,9 +974,11 @@ class Flow(object):
         self.priority_archived(held)
 
     def priority_released(self):
-        self.out('  note: the agents here release a step every %d s '
-                 '([rdt_agent] controller_release_dwell); by default every '
-                 'three sampling periods' % cloud_mod.RELEASE_DWELL)
+        self.out('  note: the agents here release %d points every %d s '
+                 '([rdt_agent] controller_increase, controller_release_'
+                 'dwell); by default 10 points every three sampling '
+                 'periods' % (cloud_mod.RELEASE_INCREASE,
+                              cloud_mod.RELEASE_DWELL))
         self.os('server', 'pause', 'high')
         self.wait('high PAUSED', lambda: self._state('high', ('PAUSED',)))
         paused = time.monotonic()
@@ -988,8 +990,8 @@ class Flow(object):
                 return None
             return levels if all(levels[n] is None
                                  for n in self._low_names()) else None
-        # The agent samples every 10 s here, the controller releases 10
-        # points per RELEASE_DWELL: up to nine steps from the floor.
+        # The agent samples every 10 s here, the controller releases 30
+        # points per RELEASE_DWELL: three steps from the floor.
         self.wait('the controller to release the low servers', released,
                   timeout=300, interval=5)
         self.expect(True, 'the controller released %s %.0f s after the '
