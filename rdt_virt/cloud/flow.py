@@ -46,6 +46,8 @@ NOISY = 7
 #: flow's time goes.
 WAIT_SHOWN = 10
 WAITS_LISTED = 10
+#: Characters of a command shown in the summary's slowest commands.
+COMMAND_SHOWN = 100
 #: Low-priority noisy servers beside the high one (phase "controller").
 LOW = 3
 #: Priority flavors: no static cap, no CLOSID of their own (a low server's
@@ -83,6 +85,18 @@ def _ceilometer_major():
     return int(metadata.version('ceilometer').split('.')[0])
 
 
+def _short(command):
+    """A command as the summary lists it: its program's name, then the rest.
+
+    Cut at COMMAND_SHOWN characters.
+    """
+    program, _sep, rest = command.partition(' ')
+    text = ' '.join(p for p in (os.path.basename(program), rest) if p)
+    if len(text) > COMMAND_SHOWN:
+        text = text[:COMMAND_SHOWN - 3] + '...'
+    return text
+
+
 class FlowError(Exception):
     pass
 
@@ -100,8 +114,10 @@ class Flow(object):
         # for the summary.
         self.times = []
         self.waits = []
-        # Seconds of each command run (shown or not).
+        # Seconds of each command run (shown or not), and (seconds,
+        # command) of each, for the slowest in the summary.
         self.commands = []
+        self.command_times = []
 
     # Commands ------------------------------------------------------------
 
@@ -131,6 +147,7 @@ class Flow(object):
                                   stdin=subprocess.DEVNULL, text=True)
             code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
         self.commands.append(time.monotonic() - start)
+        self.command_times.append((self.commands[-1], ' '.join(argv)))
         text = stdout + stderr
         if show and not parse:
             self.out(text.rstrip())
@@ -232,6 +249,11 @@ class Flow(object):
             for what, seconds in sorted(self.waits, key=lambda w: -w[1])[
                     :WAITS_LISTED]:
                 self.out('  %5.0f s  %s' % (seconds, what))
+        if self.command_times:
+            self.out('\n== Slowest commands ==')
+            for seconds, argv in sorted(self.command_times,
+                                        key=lambda c: -c[0])[:WAITS_LISTED]:
+                self.out('  %5.0f s  %s' % (seconds, _short(argv)))
 
     def flavors_and_images(self):
         # Each flavor asks Placement for the CLOSID its instance's group

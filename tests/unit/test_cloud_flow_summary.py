@@ -24,7 +24,7 @@ class TestSummary(base.TestCase):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         lines = []
         flow.out, flow.times, flow.waits = lines.append, [], []
-        flow.commands = []
+        flow.commands, flow.command_times = [], []
         clock = iter([10.0, 12.5, 20.0, 81.0])
         with mock.patch.object(flow_mod.time, 'monotonic',
                                lambda: next(clock)):
@@ -43,14 +43,16 @@ class TestSummary(base.TestCase):
     def test_a_command_is_timed(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         flow.out, flow.env, flow.commands = lambda line: None, {}, []
+        flow.command_times = []
         self.assertEqual((0, 'x\n'), flow.sh('echo', 'x'))
         self.assertEqual(1, len(flow.commands))
         self.assertGreater(flow.commands[0], 0.0)
+        self.assertEqual([(flow.commands[0], 'echo x')], flow.command_times)
 
     def test_a_failed_step_is_not_counted(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         flow.out, flow.times, flow.waits = lambda line: None, [], []
-        flow.commands = []
+        flow.commands, flow.command_times = [], []
 
         def fails():
             raise flow_mod.FlowError('no')
@@ -61,7 +63,7 @@ class TestSummary(base.TestCase):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         lines = []
         flow.out, flow.times, flow.waits = lines.append, [], []
-        flow.commands = []
+        flow.commands, flow.command_times = [], []
         answers = iter([None, None, 'done', 'at once'])
         # Each wait: its start, then a reading after each check.
         clock = iter([0.0, 1.0, 5.0, 42.0, 50.0, 50.5])
@@ -81,3 +83,26 @@ class TestSummary(base.TestCase):
                          lines[lines.index('\n== Time per step (seconds; '
                                            'commands run, their seconds) '
                                            '==') + 1:])
+
+    def test_the_slowest_commands(self):
+        flow = flow_mod.Flow.__new__(flow_mod.Flow)
+        lines = []
+        flow.out, flow.waits = lines.append, []
+        flow.times = [('Step', 60.0, 12, 30.0)]
+        flow.commands = []
+        flow.command_times = [
+            (float(i), '/venv/bin/openstack server show s-%d' % i)
+            for i in range(12)]
+        flow.command_times.append((4.5, '/venv/bin/openstack server create '
+                                   + '--property x=y ' * 10 + 'big'))
+        flow.summary()
+        slowest = lines[lines.index('\n== Slowest commands ==') + 1:]
+        # The ten slowest, slowest first, named by their program's name;
+        # a long one cut.
+        self.assertEqual(10, len(slowest))
+        self.assertEqual('     11 s  openstack server show s-11', slowest[0])
+        self.assertEqual('      3 s  openstack server show s-3', slowest[-1])
+        long, = [line for line in slowest if 'create' in line]
+        self.assertTrue(long.endswith('...'), long)
+        self.assertEqual(flow_mod.COMMAND_SHOWN, len(long[len('  %5.0f s  '
+                                                              % 4.5):]))
