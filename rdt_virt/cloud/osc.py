@@ -26,15 +26,26 @@ not on the instance: one process, one command, one user. Left there, a
 second user's command run in the same process would send the first
 user's token (openstackclient 10.5 listed the admin project's servers for
 a tenant). :func:`run` drops those clients before and after each command.
+
+A command's ``--wait`` on a state (a boot, a migration, a resize, a
+rebuild) polls its resource every :data:`POLL` seconds here, where
+openstackclient's own polls every 5 (osc-lib's ``wait_for_status``): each
+wait then ends within a second of the change rather than 2.5 s after it on
+average. A delete's wait is openstacksdk's, every 2 s, and stays so.
 """
 
 import contextlib
+import functools
 import importlib.util
 import io
 import logging
 import os
 import sys
 from unittest import mock
+
+
+#: Seconds between a ``--wait``'s reads of its resource.
+POLL = 1
 
 
 def runs_here(tool):
@@ -56,6 +67,7 @@ def run(argv, env):
     """
     from cliff import app as cliff_app
     from openstackclient import shell
+    from osc_lib import utils as osc_utils
     _forget_clients()
     # cliff names the program once, from the sys.argv of the process that
     # imported it.
@@ -67,6 +79,7 @@ def run(argv, env):
         with mock.patch.dict(os.environ, env, clear=True), \
                 mock.patch.object(sys, 'argv', list(argv)), \
                 mock.patch.object(cliff_app.App, 'NAME', name), \
+                _polls(osc_utils, 'wait_for_status'), \
                 contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(err):
             app = shell.OpenStackShell()
@@ -81,6 +94,16 @@ def run(argv, env):
         root.handlers[:] = handlers
         root.setLevel(level)
     return code, out.getvalue(), err.getvalue()
+
+
+def _polls(module, name):
+    """``module.name`` polling every POLL seconds, unless told otherwise.
+
+    openstackclient looks the helper up on osc-lib's module at each call.
+    """
+    wait = getattr(module, name)
+    return mock.patch.object(module, name, functools.partial(
+        wait, sleep_time=POLL))
 
 
 def _forget_clients():

@@ -23,6 +23,9 @@ import os
 import subprocess
 import sys
 import threading
+import types
+
+import fixtures
 
 from rdt_virt.cloud import osc
 from tests import base
@@ -67,6 +70,26 @@ class TestInProcess(base.TestCase):
         self.assertEqual(level, root.level)
         self.assertEqual(environ, dict(os.environ))
         self.assertEqual(argv, sys.argv)
+
+    def test_a_wait_polls_every_second(self):
+        from osc_lib import utils as osc_utils
+        wait_for_status = osc_utils.wait_for_status
+        states = iter(['BUILD', 'BUILD', 'ACTIVE'])
+        slept = []
+
+        def command(app, argv):
+            # What a command's --wait does, with the helper it looks up.
+            return int(not osc_utils.wait_for_status(
+                lambda uuid: types.SimpleNamespace(status=next(states)),
+                'x'))
+        self.useFixture(fixtures.MonkeyPatch(
+            'openstackclient.shell.OpenStackShell.run', command))
+        self.useFixture(fixtures.MonkeyPatch('time.sleep', slept.append))
+        self.assertEqual((0, '', ''), osc.run(
+            [OPENSTACK, 'server', 'create', '--wait', 'x'], NO_CLOUD))
+        self.assertEqual([osc.POLL, osc.POLL], slept)
+        # Only in the flow's commands.
+        self.assertIs(wait_for_status, osc_utils.wait_for_status)
 
     def test_only_this_environments_openstack(self):
         self.assertFalse(osc.runs_here('/usr/bin/openstack'))
