@@ -628,8 +628,8 @@ class BesideHostLoadTest(base.TestCase):
         rows = {r[0]: r[1] for r in report.controller_rows(results)}
         self.assertEqual('50%', rows['5-7. reference: alone beside the host '
                                      'load, share of 1.'])
-        self.assertEqual('90 ± 0%', rows['5. protected work rate, share of '
-                                     'alone'])
+        self.assertEqual('90 ± 0%',
+                         rows['5. protected work rate, share of alone'])
         figures = {r[0]: r[1] for r in report._figures(results)}
         self.assertEqual(50.0, figures['5-7. reference: alone beside the '
                                        'host load, % of 1.'])
