@@ -114,10 +114,8 @@ class Flow(object):
         # for the summary.
         self.times = []
         self.waits = []
-        # Seconds of each command run (shown or not), and (seconds,
-        # command) of each, for the slowest in the summary.
+        # (seconds, command line) of each command run (shown or not).
         self.commands = []
-        self.command_times = []
 
     # Commands ------------------------------------------------------------
 
@@ -146,8 +144,7 @@ class Flow(object):
                                   capture_output=True,
                                   stdin=subprocess.DEVNULL, text=True)
             code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-        self.commands.append(time.monotonic() - start)
-        self.command_times.append((self.commands[-1], ' '.join(argv)))
+        self.commands.append((time.monotonic() - start, ' '.join(argv)))
         text = stdout + stderr
         if show and not parse:
             self.out(text.rstrip())
@@ -233,7 +230,7 @@ class Flow(object):
         fn()
         commands = self.commands[first:]
         self.times.append((title, time.monotonic() - t, len(commands),
-                           sum(commands)))
+                           sum(seconds for seconds, _line in commands)))
         self.out('   (%.0f s; %d commands took %.0f s)' % self.times[-1][1:])
 
     def summary(self):
@@ -249,9 +246,9 @@ class Flow(object):
             for what, seconds in sorted(self.waits, key=lambda w: -w[1])[
                     :WAITS_LISTED]:
                 self.out('  %5.0f s  %s' % (seconds, what))
-        if self.command_times:
+        if self.commands:
             self.out('\n== Slowest commands ==')
-            for seconds, argv in sorted(self.command_times,
+            for seconds, argv in sorted(self.commands,
                                         key=lambda c: -c[0])[:WAITS_LISTED]:
                 self.out('  %5.0f s  %s' % (seconds, _short(argv)))
 

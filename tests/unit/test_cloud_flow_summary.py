@@ -24,35 +24,37 @@ class TestSummary(base.TestCase):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         lines = []
         flow.out, flow.times, flow.waits = lines.append, [], []
-        flow.commands, flow.command_times = [], []
+        flow.commands = []
         clock = iter([10.0, 12.5, 20.0, 81.0])
         with mock.patch.object(flow_mod.time, 'monotonic',
                                lambda: next(clock)):
             flow.step('Short', lambda: None)
             # Two commands, of 1.5 and 40 s.
             flow.step('A longer step',
-                      lambda: flow.commands.extend([1.5, 40.0]))
+                      lambda: flow.commands.extend([(1.5, 'a'), (40.0, 'b')]))
         self.assertIn('   (61 s; 2 commands took 42 s)', lines)
         flow.summary()
         table = lines[lines.index('\n== Time per step (seconds; commands '
                                   'run, their seconds) ==') + 1:]
         self.assertEqual(['  Short             2 s    0     0 s',
                           '  A longer step    61 s    2    42 s',
-                          '  flow             64 s    2    42 s'], table)
+                          '  flow             64 s    2    42 s',
+                          '\n== Slowest commands ==',
+                          '     40 s  b',
+                          '      2 s  a'], table)
 
     def test_a_command_is_timed(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         flow.out, flow.env, flow.commands = lambda line: None, {}, []
-        flow.command_times = []
         self.assertEqual((0, 'x\n'), flow.sh('echo', 'x'))
         self.assertEqual(1, len(flow.commands))
-        self.assertGreater(flow.commands[0], 0.0)
-        self.assertEqual([(flow.commands[0], 'echo x')], flow.command_times)
+        self.assertGreater(flow.commands[0][0], 0.0)
+        self.assertEqual('echo x', flow.commands[0][1])
 
     def test_a_failed_step_is_not_counted(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         flow.out, flow.times, flow.waits = lambda line: None, [], []
-        flow.commands, flow.command_times = [], []
+        flow.commands = []
 
         def fails():
             raise flow_mod.FlowError('no')
@@ -63,7 +65,7 @@ class TestSummary(base.TestCase):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
         lines = []
         flow.out, flow.times, flow.waits = lines.append, [], []
-        flow.commands, flow.command_times = [], []
+        flow.commands = []
         answers = iter([None, None, 'done', 'at once'])
         # Each wait: its start, then a reading after each check.
         clock = iter([0.0, 1.0, 5.0, 42.0, 50.0, 50.5])
@@ -89,11 +91,10 @@ class TestSummary(base.TestCase):
         lines = []
         flow.out, flow.waits = lines.append, []
         flow.times = [('Step', 60.0, 12, 30.0)]
-        flow.commands = []
-        flow.command_times = [
+        flow.commands = [
             (float(i), '/venv/bin/openstack server show s-%d' % i)
             for i in range(12)]
-        flow.command_times.append((4.5, '/venv/bin/openstack server create '
+        flow.commands.append((4.5, '/venv/bin/openstack server create '
                                    + '--property x=y ' * 10 + 'big'))
         flow.summary()
         slowest = lines[lines.index('\n== Slowest commands ==') + 1:]
