@@ -26,6 +26,11 @@ not on the instance: one process, one command, one user. Left there, a
 second user's command run in the same process would send the first
 user's token (openstackclient 10.5 listed the admin project's servers for
 a tenant). :func:`run` drops those clients before and after each command.
+For the same reason it gives each command the API versions that each
+service's client module starts with: openstackclient 7.5 and 9.0 (2025.1,
+2026.1) delete the versions the installed cinderclient lacks from their
+module's table the first time a volume client is made, so that a second
+``server create`` in one process fails with ``KeyError: '1'``.
 
 A command's ``--wait`` on a state (a boot, a migration, a resize, a
 rebuild) polls its resource every :data:`POLL` seconds here, where
@@ -76,7 +81,8 @@ def run(argv, env):
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        with mock.patch.dict(os.environ, env, clear=True), \
+        with _versions(), \
+                mock.patch.dict(os.environ, env, clear=True), \
                 mock.patch.object(sys, 'argv', list(argv)), \
                 mock.patch.object(cliff_app.App, 'NAME', name), \
                 _polls(osc_utils, 'wait_for_status'), \
@@ -104,6 +110,18 @@ def _polls(module, name):
     wait = getattr(module, name)
     return mock.patch.object(module, name, functools.partial(
         wait, sleep_time=POLL))
+
+
+@contextlib.contextmanager
+def _versions():
+    """Each client module's API_VERSIONS, restored after the command."""
+    from openstackclient.common import clientmanager as osc_manager
+    with contextlib.ExitStack() as stack:
+        for module in osc_manager.PLUGIN_MODULES:
+            table = getattr(module, 'API_VERSIONS', None)
+            if isinstance(table, dict):
+                stack.enter_context(mock.patch.dict(table))
+        yield
 
 
 def _forget_clients():

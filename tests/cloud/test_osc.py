@@ -91,6 +91,27 @@ class TestInProcess(base.TestCase):
         # Only in the flow's commands.
         self.assertIs(wait_for_status, osc_utils.wait_for_status)
 
+    def test_each_command_starts_with_the_modules_api_versions(self):
+        # openstackclient 7.5 and 9.0 delete from the volume client module's
+        # table the versions cinderclient lacks, once per process: a
+        # second volume client then fails with KeyError.
+        from openstackclient.common import clientmanager
+        tables = [m.API_VERSIONS for m in clientmanager.PLUGIN_MODULES
+                  if isinstance(getattr(m, 'API_VERSIONS', None), dict)]
+        self.assertTrue(tables)
+        before = [dict(t) for t in tables]
+
+        def command(app, argv):
+            for table in tables:
+                table.clear()
+            return 0
+        self.useFixture(fixtures.MonkeyPatch(
+            'openstackclient.shell.OpenStackShell.run', command))
+        for _ in range(2):
+            self.assertEqual((0, '', ''), osc.run(
+                [OPENSTACK, 'server', 'create', 'x'], NO_CLOUD))
+            self.assertEqual(before, [dict(t) for t in tables])
+
     def test_only_this_environments_openstack(self):
         self.assertFalse(osc.runs_here('/usr/bin/openstack'))
         self.assertFalse(osc.runs_here(os.path.join(
