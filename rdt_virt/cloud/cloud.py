@@ -100,13 +100,19 @@ class CloudError(Exception):
 class Cloud(object):
 
     def __init__(self, base=DEFAULT_DIR, gnocchi_bin=None, log=print,
-                 metric_client_bin=None):
+                 metric_client_bin=None, venv_bin=None):
+        """The cloud under ``base``.
+
+        :param venv_bin: the bin directory of the environment whose
+            services this object starts (default: this process's); an
+            upgrade starts the new release's from another.
+        """
         self.base = os.path.abspath(base)
         self.log = log
         self.daemons = process.Daemons(os.path.join(self.base, 'run'),
                                        os.path.join(self.base, 'log'))
         ports = self._ports()
-        self.layout = services.Layout(self.base, ports,
+        self.layout = services.Layout(self.base, ports, venv_bin=venv_bin,
                                       gnocchi_bin=gnocchi_bin,
                                       metric_client_bin=metric_client_bin)
         self.db = mariadb.Server(self.daemons,

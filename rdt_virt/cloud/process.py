@@ -31,9 +31,16 @@ class ProcessError(Exception):
 class Daemons(object):
     """Start and stop daemons with pid files under ``run_dir``."""
 
-    def __init__(self, run_dir, log_dir):
+    def __init__(self, run_dir, log_dir, on_start=None):
+        """Daemons whose pid files are under ``run_dir``.
+
+        :param on_start: called with (name, pid) as soon as a daemon is
+            spawned, before it is known to be up (an upgrade sets its CPU
+            priority there, before its start-up work).
+        """
         self.run_dir = run_dir
         self.log_dir = log_dir
+        self.on_start = on_start
 
     def pid_file(self, name):
         return os.path.join(self.run_dir, name + '.pid')
@@ -72,6 +79,8 @@ class Daemons(object):
                 argv, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env=env, cwd=cwd,
                 start_new_session=True)
+        if self.on_start is not None:
+            self.on_start(name, proc.pid)
         with open(self.pid_file(name), 'w') as f:
             f.write('%d\n%s\n' % (proc.pid, marker or argv[0]))
         # Popen returns as soon as the kernel releases the parent, which

@@ -24,6 +24,7 @@
     rdt-virt-sandbox guest-xml --image PATH [--vcpus N] [--serial-file F] NAME
     rdt-virt-sandbox cloud up|flow|status|down [--dir DIR] [--gnocchi-bin B]
                                                [--metric-client-bin B]
+    rdt-virt-sandbox cloud upgrade --to-bin B [--releases OLD:NEW] [...]
 
 ``start`` prints how to reach the sandbox: the libvirt URI, the emulated
 resctrl path, the emulator's control socket and the command that enters the
@@ -33,7 +34,9 @@ until SIGTERM or SIGINT and stops the sandbox: the form a service manager
 /dev/fuse, libvirt and QEMU. MB throttles slow the throttled vCPUs down
 (cgroup CPU quotas, see :mod:`rdt_virt.emulator.enforce`) unless
 ``--no-mba-effect`` is given. ``cloud`` runs a whole OpenStack cloud on
-two sandboxes (:mod:`rdt_virt.cloud.cloud`).
+two sandboxes (:mod:`rdt_virt.cloud.cloud`); ``cloud upgrade`` brings it
+up on the release of its own environment and upgrades it, servers running,
+to the release of ``--to-bin``'s (:mod:`rdt_virt.cloud.upgrade`).
 """
 
 import argparse
@@ -45,6 +48,7 @@ import time
 from rdt_virt.cloud import cloud as cloud_mod
 from rdt_virt.cloud import flow as flow_mod
 from rdt_virt.cloud import process
+from rdt_virt.cloud import upgrade as upgrade_mod
 from rdt_virt.cmd import output
 from rdt_virt.emulator import control
 from rdt_virt.emulator import fromtree
@@ -94,6 +98,13 @@ def cloud_main(args):
             cloud.up()
         elif args.action == 'flow':
             flow_mod.Flow(cloud).run()
+        elif args.action == 'upgrade':
+            if not args.to_bin:
+                print('rdt-virt-sandbox cloud upgrade: --to-bin is needed',
+                      file=sys.stderr)
+                return 2
+            upgrade_mod.check_releases(args.releases, args.to_bin)
+            return 0 if upgrade_mod.Upgrade(cloud, args.to_bin).run() else 1
         elif args.action == 'down':
             cloud.down()
             print('down; removed %s' % args.dir)
@@ -106,7 +117,7 @@ def cloud_main(args):
                 print('%-36s %-8s %s' % row)
             return 0 if all(r[2] == 'up' for r in rows) else 3
     except (cloud_mod.CloudError, process.ProcessError, flow_mod.FlowError,
-            launcher.SandboxError) as e:
+            launcher.SandboxError, upgrade_mod.UpgradeError) as e:
         print('rdt-virt-sandbox cloud: %s' % e, file=sys.stderr)
         return 1
     return 0
@@ -167,7 +178,8 @@ def main(argv=None):
     xml.add_argument('name')
     cloud = sub.add_parser('cloud', help='a real OpenStack cloud on two '
                            'emulated RDT hosts')
-    cloud.add_argument('action', choices=('up', 'down', 'status', 'flow'))
+    cloud.add_argument('action', choices=('up', 'down', 'status', 'flow',
+                                          'upgrade'))
     cloud.add_argument('--dir', default=cloud_mod.DEFAULT_DIR,
                        help='the cloud directory (default %(default)s)')
     cloud.add_argument('--gnocchi-bin', default=os.environ.get(
@@ -178,6 +190,14 @@ def main(argv=None):
         'environment with openstackclient and python-observabilityclient '
         'but not gnocchiclient, whose "openstack metric" the flow types '
         'for Prometheus and Aetos (default $RDT_VIRT_METRIC_CLIENT_BIN)')
+    cloud.add_argument('--to-bin', default=os.environ.get(
+        'RDT_VIRT_CLOUD_UPGRADE_BIN'), help='upgrade: bin directory of the '
+        "new release's environment, e.g. .tox/cloud-2026.1/bin (default "
+        '$RDT_VIRT_CLOUD_UPGRADE_BIN)')
+    cloud.add_argument('--releases', default=os.environ.get(
+        'RDT_VIRT_CLOUD_UPGRADE', '2025.1:2026.1'), help='upgrade: OLD:NEW, '
+        'checked against the two environments\' Nova (default '
+        '$RDT_VIRT_CLOUD_UPGRADE or %(default)s)')
     args = parser.parse_args(argv)
 
     if args.command == 'cloud':
