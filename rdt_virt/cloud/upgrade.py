@@ -180,12 +180,13 @@ class Upgrade(object):
             self.add_aetos()
         finally:
             self.report()
+            # What follows (the flow, or an operator on a kept cloud)
+            # runs the cloud as it runs when new.
+            self.new.daemons.on_start = None
+            self.services.yield_cpu(upgrade_services.HOST_NICE)
+            upgrade_services.lower(os.getpid(), upgrade_services.HOST_NICE,
+                                   group=False)
         self.clear()
-        # The flow that follows runs the cloud as it runs when new.
-        self.new.daemons.on_start = None
-        self.services.yield_cpu(upgrade_services.HOST_NICE)
-        upgrade_services.lower(os.getpid(), upgrade_services.HOST_NICE,
-                               group=False)
         return not self.failures
 
     def boot(self):
