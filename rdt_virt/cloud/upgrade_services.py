@@ -92,11 +92,6 @@ def priority(nice):
         os.setpriority(os.PRIO_PROCESS, 0, was)
 
 
-def control_plane(name):
-    """Whether daemon ``name`` is the control plane's, not a compute's."""
-    return name.split('-', 1)[0] not in HOSTS
-
-
 def elsewhere(name, home=None):
     """Whether daemon ``name`` runs, in a cloud, apart from host ``home``.
 

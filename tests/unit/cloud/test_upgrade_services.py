@@ -108,10 +108,10 @@ class TestServices(base.TestCase):
 
     def test_the_control_plane_is_every_daemon_but_the_computes(self):
         for name in ('nova-api', 'mariadb', 'gnocchi-metricd', 'keystone'):
-            self.assertTrue(upgrade_services.control_plane(name), name)
+            self.assertTrue(upgrade_services.elsewhere(name), name)
         for name in ('compute1-nova-compute', 'compute2-rdt-virt-agent',
                      'compute1-rdt-virt-sandbox'):
-            self.assertFalse(upgrade_services.control_plane(name), name)
+            self.assertFalse(upgrade_services.elsewhere(name), name)
 
     def test_another_host_is_elsewhere_too(self):
         for name in ('nova-api', 'compute2-nova-compute',
