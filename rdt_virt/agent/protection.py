@@ -296,27 +296,39 @@ class Protection(object):
     def due(self, now):
         return self._next is None or now >= self._next - 0.1 * self.period
 
-    def step(self, caps, instances, rates, closids_used=0, runnable=None):
+    def step(self, caps, instances, rates, closids_used=0, runnable=None,
+             slot=None):
         """Decide after a sample; returns the changes (a tuple).
 
         :param runnable: ``{uuid: {vCPU tid: nanoseconds run or waited}}``
             read now, of the high-priority instances (see :class:`Demand`).
+        :param slot: the time of the agent's sampling clock this sample
+            stands for (:func:`rdt_virt.agent.service.next_slot`). Periods
+            and dwells count on it: samples start on that clock, a late
+            one (behind a tick) is followed by a shorter interval, and
+            measured on the agent's clock that interval could fall short
+            of the period's 10% slack and skip a decision. The demand is
+            divided by the real time between its readings. None: the
+            agent's clock for both.
         """
         if caps is None or caps.mb is None or caps.monitor is None:
             return ()
-        now = self.clock()
+        read_at = self.clock()
+        now = read_at if slot is None else slot
         if not self.due(now):
             return ()
         cpu0 = time.process_time()
         try:
             return self._step(caps, instances, rates, closids_used, now,
-                              runnable)
+                              runnable, read_at)
         finally:
             self.last_cpu = time.process_time() - cpu0
 
-    def _step(self, caps, instances, rates, closids_used, now, runnable):
+    def _step(self, caps, instances, rates, closids_used, now, runnable,
+              read_at=None):
         self._next = now + self.period
-        demand = self.demand.update(runnable, now)
+        demand = self.demand.update(
+            runnable, now if read_at is None else read_at)
         self.demands = {u: round(d, 3) for u, d in demand.items()
                         if d is not None}
         pool_of = self._pools(caps)

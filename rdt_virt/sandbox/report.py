@@ -27,10 +27,15 @@ A *timeline point* (about one a second in the controller's phases)::
 
     {'t': seconds since the scenario started, 'phase': key,
      'units': {name: work units reported so far, or None},
-     'levels': {name: the controller's level in percent, or None}}
+     'levels': {name: the controller's level in percent, or None},
+     'in_force': {name: MB of its resctrl group, if below the default's}}
 
 The controller's level is None while it holds the guest no lower than its
-static policy (the agent's state file, ``"level": null``).
+static policy (the agent's state file, ``"level": null``). The state file
+shows the level in force at its last sample, one sample interval after
+the tick that wrote it; ``in_force`` is what resctrl holds at the point,
+and the times until a guest is throttled or released count from it
+(timelines recorded without it, from ``levels``).
 """
 
 import math
@@ -121,15 +126,20 @@ def reference(results, key):
     """What phase *key*'s protected guest is measured against.
 
     The alone phase; in phases 5-7 of a run beside host load, the
-    protected guest alone beside that load (``results['reference']``),
-    where there is one.
+    protected guest alone beside that load (``results['reference']``), or
+    beside the neighbours held at the floor and that load
+    (``results['floor']``, the best any throttle gives) where that is
+    lower.
 
     :returns: ``(work, cpu)``: the reference's ``(mean, sd)`` of work rate
         and of vCPU time, either None when not measured.
     """
-    ref = results.get('reference') if key in CONTROLLER_PHASES else None
-    if ref:
-        return ref.get('work'), ref.get('cpu')
+    if key in CONTROLLER_PHASES:
+        refs = [r for r in (results.get('reference'), results.get('floor'))
+                if r and r.get('work')]
+        if refs:
+            ref = min(refs, key=lambda r: r['work'][0])
+            return ref.get('work'), ref.get('cpu')
     alone = results.get('alone') or {}
     return (alone.get('work'),
             alone.get('guests', {}).get(PROTECTED, {}).get('cpu'))
@@ -202,6 +212,11 @@ def time_to_rate(points, name, since, rate, hold, measure=window_rate):
     return None
 
 
+def _held(point):
+    """``{name: level}`` a point holds in force (see the module)."""
+    return point['in_force'] if 'in_force' in point else point['levels']
+
+
 def time_until(points, since, names, throttled):
     """Seconds from *since* until all of *names* are throttled.
 
@@ -211,7 +226,7 @@ def time_until(points, since, names, throttled):
     for point in points:
         if point['t'] < since:
             continue
-        levels = point['levels']
+        levels = _held(point)
         if all((levels.get(n) is not None) == throttled for n in names):
             return point['t'] - since
     return None
@@ -220,7 +235,7 @@ def time_until(points, since, names, throttled):
 def time_to_first_throttle(points, since, names):
     """Seconds from *since* until any of *names* is throttled."""
     for point in points:
-        if point['t'] >= since and any(point['levels'].get(n) is not None
+        if point['t'] >= since and any(_held(point).get(n) is not None
                                        for n in names):
             return point['t'] - since
     return None
@@ -367,8 +382,12 @@ def controller_rows(results):
     if beside is not None:
         rows.append(('5-7. reference: alone beside the host load, share of '
                      '1.', _percent(beside), '', None))
+    floor = _beside_load(results, 'floor')
+    if floor is not None:
+        rows.append(('5-7. reference: neighbours at the floor beside the '
+                     'host load, share of 1.', _percent(floor), '', None))
     phase = results.get('idle')
-    static = results.get(STATIC, {}).get('noisy_work')
+    static = static_noisy_work(results)
     if phase:
         total = phase.get('noisy_work')
         ratio = total[0] / static[0] if total and static and static[0] \
@@ -447,7 +466,7 @@ def _figures(results):
     at_least = (lambda target: lambda v: v >= target)
     at_most = (lambda target: lambda v: v <= target)
     share = 100 * TARGET_SHARE
-    static = first(get(STATIC, 'noisy_work'))
+    static = first(static_noisy_work(results))
     idle = first(get('idle', 'noisy_work'))
 
     def percent(phase, key):
@@ -500,16 +519,32 @@ def _figures(results):
     beside = _beside_load(results)
     rows.append(('5-7. reference: alone beside the host load, % of 1.',
                  None if beside is None else 100 * beside, '', None, None))
+    floor = _beside_load(results, 'floor')
+    rows.append(('5-7. reference: at the floor beside the load, % of 1.',
+                 None if floor is None else 100 * floor, '', None, None))
     return rows
 
 
-def _beside_load(results):
-    """The reference beside the host load as a share of phase 1, or None.
+def static_noisy_work(results):
+    """The neighbours' work under the static cap, which phase 6 is against.
 
-    The protected guest's work rate alone beside the load against alone on
-    the idle host; None in a run without host load.
+    Phase 3's; beside host load, that of the neighbours held at the floor
+    beside the same load (``results['floor']``), where measured: what the
+    host's own work takes from the released neighbours in phase 6 it took
+    from the capped ones too.
     """
-    ref = (results.get('reference') or {}).get('work')
+    floor = (results.get('floor') or {}).get('noisy_work')
+    return floor or (results.get(STATIC) or {}).get('noisy_work')
+
+
+def _beside_load(results, key='reference'):
+    """A reference beside the host load as a share of phase 1, or None.
+
+    The protected guest's work rate alone beside the load (or beside the
+    floored neighbours and the load, ``key='floor'``) against alone on the
+    idle host; None in a run without host load.
+    """
+    ref = (results.get(key) or {}).get('work')
     alone = (results.get('alone') or {}).get('work')
     if not ref or not alone or not alone[0]:
         return None

@@ -158,6 +158,37 @@ class TestStepResponse(base.TestCase):
         self.assertEqual({L1: -(-GB // ctl.MB)}, loop.levels)
         self.assertEqual(1, d.reports[0].low_at_floor)
 
+    def test_a_resumed_high_is_protected_within_two_periods(self):
+        # The pool reads far below the high watermark (as on a host whose
+        # other work takes what the instances share): only starvation
+        # throttles, and it needs 90% of the peak's demand over a period.
+        # So the decision comes at the first period the resumed instance
+        # fills by 90%: within 1.9 periods of the resume, whatever the
+        # phase of the resume in the period (admin/protection).
+        def busy(gbps, demand):
+            return ctl.Member(H, ctl.HIGH, domains={0: gbps * GB},
+                              demand=demand)
+
+        lows = (low(1.5), low(1.5, uuid=L2))
+        for tenth in range(1, 11):
+            covered = tenth / 10.0      # of the period it resumed in
+            loop = Loop()
+            for _ in range(3):
+                loop.run(busy(4, 1.0))          # its peak
+            for _ in range(5):
+                loop.run(busy(0, 0.0), *lows)   # suspended
+            self.assertEqual({}, loop.levels)
+            resumed = loop.now - covered
+            d = loop.run(busy(1.2 * covered, covered), *lows)
+            decided = loop.now - 1.0    # run() moves on by a period
+            while not d.changes:
+                self.assertLess(decided - resumed, 3.0)
+                d = loop.run(busy(1.2, 1.0), *lows)
+                decided = loop.now - 1.0
+            self.assertLessEqual(decided - resumed, 1.9 + 1e-9, covered)
+            self.assertEqual({L1: 10, L2: 10}, loop.levels)
+            self.assertLess(d.reports[0].pressure, PARAMS.high_watermark)
+
     def test_a_static_cap_below_the_floor_is_at_the_floor(self):
         # hw:mem_bw=10 with a floor of 20: nothing to take from it.
         loop = Loop(params=dataclasses.replace(PARAMS, floor=20.0))
@@ -626,6 +657,20 @@ class TestProtection(base.TestCase):
                                    'starved_high', 'decision')})
         # Not due again before a period has passed.
         self.assertEqual((), prot.step(hosts.REFERENCE, {}, {}))
+
+    def test_a_late_sample_costs_no_decision(self):
+        # Samples start on the agent's fixed clock (service.next_slot):
+        # one that starts 0.5 s late, behind a tick, is followed by one
+        # 2.5 s later. Counted on the slots the two are a period apart;
+        # on the agent's clock the second would fall short of the
+        # period's 10% slack and skip its decision.
+        prot, instances, rates = self._pair(low_domain=0)
+        start = self.now[0]
+        for k, late in enumerate((0.0, 0.5, 0.0)):
+            self.now[0] = start + k * prot.period + late
+            changes = prot.step(hosts.REFERENCE, instances, rates,
+                                slot=start + k * prot.period)
+            self.assertEqual(1, len(changes), k)
 
     def test_a_pool_throttles_a_neighbour_on_another_domain(self):
         # Both domains draw on one node's memory (pools.from_capabilities).

@@ -653,3 +653,133 @@ class BesideHostLoadTest(base.TestCase):
         self.assertEqual(1, ref['host_load'])
         self.assertIn('14.0 ± 2.0 MiB/s, 70% of alone on the idle host',
                       out.getvalue())
+
+
+class AtTheFloorBesideLoadTest(base.TestCase):
+    """Beside host load, the floored neighbours bound what protection gives.
+
+    Where the host's own work leaves the guests less than the protected
+    guest and seven neighbours at the floor want, no throttle gives the
+    protected guest its alone rate: 5-7 are judged against the lower of
+    the two references, and phase 6 against the cap beside the same load.
+    """
+
+    def phase(self, work, cpu, noisy=None):
+        found = samples([work] * 3, {'protected': cpu}, {})
+        for sample in found:
+            sample['works'] = {n: noisy * MIB for n in report.NOISY} \
+                if noisy else {}
+        return report.summarize(found)
+
+    def results(self):
+        results = {'alone': self.phase(20, 1.0),
+                   'per-instance': self.phase(19, 0.95, noisy=1),
+                   'controller': self.phase(11, 0.55),
+                   'idle': self.phase(0, 0.0, noisy=2),
+                   'reference': {'work': (20 * MIB, 0.0),
+                                 'cpu': (1.0, 0.0)},
+                   'host_load': 1}
+        return results
+
+    def test_the_lower_reference_counts(self):
+        results = self.results()
+        rows = {r[0]: r[1] for r in report._figures(results)}
+        # Without the floor's reference: against alone beside the load,
+        # and phase 6 against phase 3 (7 neighbours x 1 MiB/s).
+        self.assertEqual(((20 * MIB, 0.0), (1.0, 0.0)),
+                         report.reference(results, 'controller'))
+        self.assertEqual(2.0, rows["6. neighbours' work against phase 3 "
+                                   "[x]"])
+        self.assertIsNone(rows['5-7. reference: at the floor beside the '
+                               'load, % of 1.'])
+        results['floor'] = {'work': (12 * MIB, 0.0), 'cpu': (0.6, 0.0),
+                            'noisy_work': (3.5 * MIB, 0.0)}
+        self.assertEqual(((12 * MIB, 0.0), (0.6, 0.0)),
+                         report.reference(results, 'controller'))
+        self.assertEqual(((20 * MIB, 0.0), (1.0, 0.0)),
+                         report.reference(results, 'none'))
+        report.add_shares(results)
+        self.assertAlmostEqual(11 / 12.0,
+                               results['controller']['share'][0])
+        rows = {r[0]: r[1] for r in report._figures(results)}
+        self.assertEqual(4.0, rows["6. neighbours' work against phase 3 "
+                                   "[x]"])
+        self.assertEqual(60.0, rows['5-7. reference: at the floor beside '
+                                    'the load, % of 1.'])
+        text = {r[0]: r[1] for r in report.controller_rows(results)}
+        self.assertEqual('60%', text['5-7. reference: neighbours at the '
+                                     'floor beside the host load, share '
+                                     'of 1.'])
+        # A floor above alone beside the load (noise): the lower counts.
+        results['floor']['work'] = (21 * MIB, 0.0)
+        self.assertEqual(((20 * MIB, 0.0), (1.0, 0.0)),
+                         report.reference(results, 'controller'))
+
+    def test_the_scenario_measures_the_floor_beside_the_load(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        out = io.StringIO()
+        run = scenario.Scenario(tmp, out=out, samples=3, settle=0.0,
+                                host_load=1)
+        run.results['alone'] = self.phase(20, 1.0)
+        rates = iter([11, 12, 13])
+        run.sample = lambda: {'work': next(rates) * MIB,
+                              'works': {n: 0.5 * MIB for n in report.NOISY},
+                              'cpu': {'protected': 0.6}, 'mbm': {}}
+        run._floor_beside_load()
+        floor = run.results['floor']
+        self.assertEqual(12 * MIB, floor['work'][0])
+        self.assertAlmostEqual(0.6, floor['cpu'][0])
+        self.assertEqual(3.5 * MIB, floor['noisy_work'][0])
+        self.assertIn('the protected guest 12.0 ± 1.0 MiB/s, 60% of alone',
+                      out.getvalue())
+
+
+class InForceTest(base.TestCase):
+    """Throttled and released count from resctrl, not the state file."""
+
+    def test_times_count_from_the_groups_in_force(self):
+        # The state file shows the level in force at the next sample,
+        # three seconds after the tick that wrote it.
+        levels = [None] * 7 + [10] * 5
+        points = timeline([1] * len(levels), levels)
+        for i, point in enumerate(points):
+            point['in_force'] = ({n: 10 for n in report.NOISY}
+                                 if i >= 4 else {})
+        self.assertEqual(4.0, report.time_to_first_throttle(
+            points, 0, report.NOISY))
+        self.assertEqual(4.0, report.time_until(points, 0, report.NOISY,
+                                                True))
+        # A timeline recorded without it: from the levels.
+        for point in points:
+            del point['in_force']
+        self.assertEqual(7.0, report.time_to_first_throttle(
+            points, 0, report.NOISY))
+
+    def test_in_force_reads_the_groups_of_the_monitoring_groups(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        run = scenario.Scenario(tmp)
+        root = run.sandbox.resctrl_root
+        run.uuids = {'noisy-1': 'a', 'noisy-2': 'b', 'noisy-3': 'c',
+                     'protected': 'p'}
+        run.meters = dict.fromkeys(run.uuids)
+        for group, mb, mons in (('rdtvirt-mb10', 10, ['a']),
+                                ('rdtvirt-mb100', 100, ['b'])):
+            for mon in mons:
+                os.makedirs(os.path.join(root, group, 'mon_groups',
+                                         'rdtvirt-m-' + mon))
+            with open(os.path.join(root, group, 'schemata'), 'w') as f:
+                f.write('    L3:0=7ff;1=7ff\n    MB:0=%3d;1=%3d\n'
+                        % (mb, mb))
+        # In the default group: not throttled.
+        os.makedirs(os.path.join(root, 'mon_groups', 'rdtvirt-m-c'))
+        with open(os.path.join(root, 'schemata'), 'w') as f:
+            f.write('    L3:0=7ff;1=7ff\n    MB:0=100;1=100\n')
+        self.assertEqual({'noisy-1': 10}, run._in_force())
+        # AMD's unit (1/8 GBps, 2048 unthrottled): 100 is a throttle.
+        with open(os.path.join(root, 'schemata'), 'w') as f:
+            f.write('    L3:0=ffff;1=ffff\n    MB:0=2048;1=2048\n')
+        self.assertEqual({'noisy-1': 10, 'noisy-2': 100}, run._in_force())
+        # A group being rewritten (unparsable) is left out, not fatal.
+        with open(os.path.join(root, 'rdtvirt-mb10', 'schemata'), 'w') as f:
+            f.write('    MB:0=\n')
+        self.assertEqual({'noisy-2': 100}, run._in_force())
