@@ -23,6 +23,7 @@ of its own (:mod:`.flow_prometheus`).
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -97,8 +98,47 @@ def _short(command):
     return text
 
 
+#: A request ID as OpenStack's services log it and its clients print it.
+REQUEST_ID = re.compile(r'req-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}')
+#: Lines of the services' logs shown for each request of a failed command.
+TRACED_LINES = 20
+
+
 class FlowError(Exception):
     pass
+
+
+def traced(text, log_dir, limit=TRACED_LINES):
+    """What the services logged about the requests that *text* names.
+
+    A client prints a failed request's ID and the reason it could parse,
+    which for an error body in another service's format is only "HTTP
+    400"; the service that answered logged why. Returns the lines of the
+    logs in *log_dir* that hold each ID, each prefixed with its file's
+    name (at most *limit* per ID), or '' when none names one.
+    """
+    ids = sorted(set(REQUEST_ID.findall(text)))
+    if not ids:
+        return ''
+    try:
+        names = sorted(n for n in os.listdir(log_dir) if n.endswith('.log'))
+    except OSError:
+        return ''
+    found = {i: [] for i in ids}
+    for name in names:
+        try:
+            with open(os.path.join(log_dir, name), errors='replace') as f:
+                for line in f:
+                    for i in ids:
+                        if i in line and len(found[i]) < limit:
+                            found[i].append('%s: %s' % (name, line.rstrip()))
+        except OSError:
+            continue
+    out = []
+    for i in ids:
+        out.append('%s in the services\' logs:' % i)
+        out += ['  ' + line for line in found[i]] or ['  (nowhere)']
+    return '\n'.join(out) + '\n'
 
 
 class Flow(object):
@@ -149,8 +189,9 @@ class Flow(object):
         if show and not parse:
             self.out(text.rstrip())
         if check and code:
-            raise FlowError('%s failed (exit %d):\n%s' % (
-                ' '.join(argv), code, text))
+            raise FlowError('%s failed (exit %d):\n%s%s' % (
+                ' '.join(argv), code, text,
+                traced(text, self.cloud.daemons.log_dir)))
         if parse:
             return json.loads(stdout) if stdout.strip() else None
         return code, text

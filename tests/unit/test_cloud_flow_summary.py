@@ -12,7 +12,10 @@
 
 """The flow's summary says where its time went, step by step."""
 
+import os
 from unittest import mock
+
+import fixtures
 
 from rdt_virt.cloud import flow as flow_mod
 from tests import base
@@ -107,3 +110,53 @@ class TestSummary(base.TestCase):
         self.assertTrue(long.endswith('...'), long)
         self.assertEqual(flow_mod.COMMAND_SHOWN, len(long[len('  %5.0f s  '
                                                               % 4.5):]))
+
+
+class TestTraced(base.TestCase):
+    """A failed command's request IDs are looked up in the services' logs."""
+
+    ID = 'req-1e42563d-72fe-4b28-bc02-5ae914ba3945'
+
+    def setUp(self):
+        super().setUp()
+        self.logs = self.useFixture(fixtures.TempDir()).path
+        for name, lines in (
+                ('nova-api.log', ['INFO other req-00000000-0000-0000-0000-'
+                                  '000000000000 GET /', 'INFO %s GET /v2.1/'
+                                  'servers status: 400' % self.ID]),
+                ('glance-api.log', ['nothing here']),
+                ('notes.txt', [self.ID])):
+            with open(os.path.join(self.logs, name), 'w') as f:
+                f.write('\n'.join(lines) + '\n')
+
+    def test_the_lines_of_each_id(self):
+        text = 'Unrecognized schema in response body. (HTTP 400) ' \
+            '(Request-ID: %s)' % self.ID
+        self.assertEqual(
+            '%s in the services\' logs:\n'
+            '  nova-api.log: INFO %s GET /v2.1/servers status: 400\n'
+            % (self.ID, self.ID), flow_mod.traced(text, self.logs))
+
+    def test_an_id_logged_nowhere_says_so(self):
+        other = 'req-11111111-2222-3333-4444-555555555555'
+        self.assertEqual('%s in the services\' logs:\n  (nowhere)\n' % other,
+                         flow_mod.traced('failed (%s)' % other, self.logs))
+
+    def test_no_id_no_trace(self):
+        self.assertEqual('', flow_mod.traced('exit 1', self.logs))
+        self.assertEqual('', flow_mod.traced(self.ID, self.logs + '/gone'))
+
+    def test_limit(self):
+        with open(os.path.join(self.logs, 'nova-api.log'), 'a') as f:
+            f.write(('%s again\n' % self.ID) * 30)
+        lines = flow_mod.traced(self.ID, self.logs, limit=3).splitlines()
+        self.assertEqual(4, len(lines))
+
+    def test_a_failed_command_carries_the_trace(self):
+        flow = flow_mod.Flow.__new__(flow_mod.Flow)
+        flow.out, flow.env, flow.commands = lambda line: None, {}, []
+        flow.cloud = mock.Mock()
+        flow.cloud.daemons.log_dir = self.logs
+        err = self.assertRaises(flow_mod.FlowError, flow.sh, 'sh', '-c',
+                                'echo "(Request-ID: %s)"; exit 1' % self.ID)
+        self.assertIn('nova-api.log: INFO %s GET' % self.ID, str(err))
