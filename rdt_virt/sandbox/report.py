@@ -28,7 +28,8 @@ A *timeline point* (about one a second in the controller's phases)::
     {'t': seconds since the scenario started, 'phase': key,
      'units': {name: work units reported so far, or None},
      'levels': {name: the controller's level in percent, or None},
-     'in_force': {name: MB of its resctrl group, if below the default's}}
+     'in_force': {name: MB of its resctrl group, if below the default's},
+     'agent': what the agent's last sample saw (Scenario._view)}
 
 The controller's level is None while it holds the guest no lower than its
 static policy (the agent's state file, ``"level": null``). The state file

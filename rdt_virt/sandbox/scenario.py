@@ -380,12 +380,35 @@ class Scenario(object):
 
     # The timeline ------------------------------------------------------
 
-    def _levels(self):
+    def _levels(self, doc=None):
         """Each guest's controller level from the agent's state file."""
-        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
+        if doc is None:
+            doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
         return {i['name']: i.get('level')
                 for i in doc.get('instances', {}).values()
                 if i.get('name') in self.meters}
+
+    def _view(self, doc):
+        """What the agent's last sample saw, for reading a timeline after.
+
+        The sample's time, the protected guest's measured bandwidth (or
+        why there is none) and demand, and each pool's pressure, active
+        high instances and decision with its reason: a protection that
+        comes a sample late shows which of them held it back.
+        """
+        mine = [(u, i) for u, i in doc.get('instances', {}).items()
+                if i.get('name') == PROTECTED]
+        controller = doc.get('host', {}).get('controller') or {}
+        view = {'time': doc.get('time'), 'pools': {
+            pool: [d.get('pressure'), d.get('active_high'),
+                   d.get('decision'), d.get('reason')]
+            for pool, d in (controller.get('domains') or {}).items()}}
+        if mine:
+            uuid, inst = mine[0]
+            view.update(bps=inst.get('mbm_total_bps'),
+                        why=inst.get('reason'),
+                        demand=(controller.get('demand') or {}).get(uuid))
+        return view
 
     def _in_force(self):
         """Each guest's MB throttle in force in the emulated resctrl.
@@ -423,12 +446,14 @@ class Scenario(object):
 
     def point(self):
         """Record one timeline point (see :mod:`report`)."""
+        doc = state_mod.read(os.path.join(self.dir, 'state.json')) or {}
         point = {'t': time.monotonic() - self.t_start,
                  'phase': self.recording,
                  'units': {n: m.sample()[1] for n, m in self.meters.items()},
                  'cpu': self._cpu_seconds(),
-                 'levels': self._levels(),
-                 'in_force': self._in_force()}
+                 'levels': self._levels(doc),
+                 'in_force': self._in_force(),
+                 'agent': self._view(doc)}
         self.points.append(point)
         return point
 

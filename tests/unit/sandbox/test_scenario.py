@@ -534,9 +534,14 @@ class RecordingTest(base.TestCase):
         with open(os.path.join(tmp, 'state.json'), 'w') as f:
             json.dump({'version': state.VERSION, 'time': 1.0, 'instances': {
                 'a': {'name': 'protected', 'priority': 'high',
-                      'level': None},
+                      'level': None, 'mbm_total_bps': None,
+                      'reason': 'first reading'},
                 'b': {'name': 'noisy-1', 'priority': 'low', 'level': 40},
-                'c': {'name': 'other', 'priority': 'low', 'level': 10}}}, f)
+                'c': {'name': 'other', 'priority': 'low', 'level': 10}},
+                'host': {'controller': {'demand': {'a': 0.62}, 'domains': {
+                    '0': {'pressure': 0.96, 'active_high': 0,
+                          'decision': 'hold',
+                          'reason': 'between the watermarks'}}}}}, f)
         run.wait(0.03)
         self.assertEqual([], run.points)     # not a recorded phase
         run.recording = 'controller'
@@ -547,6 +552,11 @@ class RecordingTest(base.TestCase):
         self.assertEqual({'protected': 3, 'noisy-1': None}, point['units'])
         self.assertEqual({'protected': None, 'noisy-1': 40},
                          point['levels'])
+        # What the sample saw: why the protected guest had no rate.
+        self.assertEqual({'time': 1.0, 'bps': None, 'why': 'first reading',
+                          'demand': 0.62, 'pools': {'0': [
+                              0.96, 0, 'hold', 'between the watermarks']}},
+                         point['agent'])
         self.assertTrue(run.watch(lambda points: len(points) > 5, 5))
         self.assertFalse(run.watch(lambda points: False, 0.03))
 
