@@ -611,19 +611,12 @@ class Scenario(object):
         where it is lower than the guest alone beside the load.
         """
         self.wait(self.settle)
-        found = report.summarize([self.sample()
-                                  for _i in range(self.samples)])
-        self.results['floor'] = {
-            'work': found['work'],
-            'cpu': found['guests'].get(PROTECTED, {}).get('cpu'),
-            'noisy_work': found['noisy_work'],
-            'host_load': self.host_load}
-        alone = self.results['alone']['work'][0]
+        found = self._reference('floor')
         self.say('(the neighbours at the floor beside the host load: the '
                  'protected guest %s MiB/s, %.0f%% of alone on the idle '
                  'host; the neighbours %s MiB/s)' % (
                      report._pm(found['work'], 1 / MIB),
-                     100 * found['work'][0] / alone,
+                     100 * found['share'],
                      report._pm(found['noisy_work'], 1 / MIB)))
 
     def _alone_beside_load(self):
@@ -633,17 +626,27 @@ class Scenario(object):
         doing, and no throttle of theirs gives it back: protection is
         judged against what the guest gets alone on the host as it is.
         """
-        found = report.summarize([self.sample()
-                                  for _i in range(self.samples)])
-        self.results['reference'] = {
-            'work': found['work'],
-            'cpu': found['guests'].get(PROTECTED, {}).get('cpu'),
-            'host_load': self.host_load}
-        alone = self.results['alone']['work'][0]
+        found = self._reference('reference')
         self.say('(reference for phases 5-7: the protected guest alone '
                  'beside the host load, %s MiB/s, %.0f%% of alone on the '
                  'idle host)' % (report._pm(found['work'], 1 / MIB),
-                                 100 * found['work'][0] / alone))
+                                 100 * found['share']))
+
+    def _reference(self, key):
+        """Sample as a phase does and keep it as ``results[key]``.
+
+        :returns: what was kept, with ``share``: its work rate as a share
+            of phase 1's (not kept).
+        """
+        found = report.summarize([self.sample()
+                                  for _i in range(self.samples)])
+        kept = self.results[key] = {
+            'work': found['work'],
+            'cpu': found['guests'].get(PROTECTED, {}).get('cpu'),
+            'noisy_work': found['noisy_work'],
+            'host_load': self.host_load}
+        return dict(kept, share=found['work'][0] /
+                    self.results['alone']['work'][0])
 
     def _controller_phases(self, noisy):
         def protected(since):
