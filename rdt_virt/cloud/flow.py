@@ -156,13 +156,16 @@ class Flow(object):
         self.waits = []
         # (seconds, command line) of each command run (shown or not).
         self.commands = []
+        # {bin directory: osc.Worker} of other environments' clients.
+        self.workers = {}
 
     # Commands ------------------------------------------------------------
 
     def sh(self, *argv, check=True, show=True, parse=False, env=None):
         """Run a command as typed; print it and its output.
 
-        This environment's ``openstack`` runs in this process
+        This environment's ``openstack`` and ``gnocchi`` run in this
+        process, another environment's in one process of that environment
         (:mod:`rdt_virt.cloud.osc`); any other command as a process.
 
         :param env: the environment instead of the admin's (another user's
@@ -176,6 +179,9 @@ class Flow(object):
         start = time.monotonic()
         if osc.runs_here(argv[0]):
             code, stdout, stderr = osc.run(argv, env or self.env)
+        elif osc.runs_in_worker(argv[0]):
+            code, stdout, stderr = self._worker(argv[0]).run(
+                argv, env or self.env)
         else:
             # No terminal on stdin: openstackclient's ``image create``
             # would upload it as the image's data (an empty image) when
@@ -195,6 +201,20 @@ class Flow(object):
         if parse:
             return json.loads(stdout) if stdout.strip() else None
         return code, text
+
+    def _worker(self, tool):
+        bin_dir = os.path.dirname(tool)
+        if bin_dir not in self.workers:
+            self.workers[bin_dir] = osc.Worker(bin_dir, log=os.path.join(
+                self.work, 'clients-%s.log' % os.path.basename(
+                    os.path.dirname(bin_dir))))
+        return self.workers[bin_dir]
+
+    def close(self):
+        """End the client processes of other environments."""
+        for worker in self.workers.values():
+            worker.close()
+        self.workers.clear()
 
     def os(self, *args, **kw):
         return self.sh(self.cloud.layout.tool('openstack'), *args, **kw)
@@ -226,6 +246,12 @@ class Flow(object):
     # Steps ---------------------------------------------------------------
 
     def run(self):
+        try:
+            self.steps()
+        finally:
+            self.close()
+
+    def steps(self):
         self.step('Flavors and images', self.flavors_and_images)
         self.step('Bad input', self.bad_input)
         self.step('Boot one protected and %d noisy servers' % NOISY,

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""openstackclient in the flow's process answers as its own process does.
+"""The clients in the flow's process answer as their own processes do.
 
 Needs the cloud's environment (openstackclient), not a cloud: the
 commands here fail before any request, or need none.
@@ -31,6 +31,7 @@ from rdt_virt.cloud import osc
 from tests import base
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
+GNOCCHI = os.path.join(os.path.dirname(sys.executable), 'gnocchi')
 # No cloud to authenticate against: openstackclient says what is missing.
 NO_CLOUD = {'PATH': os.environ.get('PATH', ''), 'OS_CLOUD': '',
             'HOME': os.environ.get('HOME', '/root')}
@@ -112,10 +113,105 @@ class TestInProcess(base.TestCase):
                 [OPENSTACK, 'server', 'create', 'x'], NO_CLOUD))
             self.assertEqual(before, [dict(t) for t in tables])
 
-    def test_only_this_environments_openstack(self):
+    def test_only_this_environments_clients(self):
         self.assertFalse(osc.runs_here('/usr/bin/openstack'))
         self.assertFalse(osc.runs_here(os.path.join(
-            os.path.dirname(sys.executable), 'gnocchi')))
+            os.path.dirname(sys.executable), 'rdt-virt')))
+        self.assertFalse(osc.runs_in_worker(OPENSTACK))
+
+    def test_another_environments_client_runs_in_its_python(self):
+        other = self.useFixture(fixtures.TempDir()).path
+        tool = os.path.join(other, 'openstack')
+        self.assertFalse(osc.runs_in_worker(tool))
+        os.symlink(sys.executable, os.path.join(other, 'python'))
+        self.assertTrue(osc.runs_in_worker(tool))
+        self.assertFalse(osc.runs_in_worker(os.path.join(other, 'nova')))
+
+
+class TestGnocchiInProcess(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.require(osc.runs_here(GNOCCHI),
+                     'gnocchiclient is not installed in this environment')
+
+    def test_the_same_answers_as_the_command(self):
+        for args in (['--version'],
+                     ['resource', 'list', '-f', 'json'],
+                     ['measures', 'show', '--no-such-option']):
+            proc = subprocess.run([GNOCCHI] + args, env=NO_CLOUD,
+                                  capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+            code, out, err = osc.run([GNOCCHI] + args, NO_CLOUD)
+            self.assertEqual((proc.returncode, proc.stdout), (code, out),
+                             args)
+            # The process's stderr may start with the warnings of its
+            # imports, which this process gave when it made them.
+            self.assertTrue(err and proc.stderr.endswith(err) or
+                            err == proc.stderr, (args, proc.stderr, err))
+
+
+class TestWorker(base.TestCase):
+    """Another environment's clients, in one process of its Python."""
+
+    def setUp(self):
+        super().setUp()
+        self.require(osc.runs_here(OPENSTACK),
+                     'openstackclient is not installed in this environment')
+        self.log = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                'worker.log')
+        self.worker = osc.Worker(os.path.dirname(OPENSTACK), log=self.log)
+        self.addCleanup(self.worker.close)
+
+    def test_the_same_answers_as_in_this_process_in_one_process(self):
+        commands = [[OPENSTACK, '--version'],
+                    [OPENSTACK, 'server', 'show', 'x', '--no-such-option']]
+        if osc.runs_here(GNOCCHI):
+            commands.append([GNOCCHI, '--version'])
+        pids = set()
+        for argv in commands:
+            self.assertEqual(osc.run(argv, NO_CLOUD),
+                             self.worker.run(argv, NO_CLOUD), argv)
+            pids.add(self.worker.proc.pid)
+        self.assertEqual(1, len(pids))
+        self.worker.close()
+        self.assertIsNone(self.worker.proc)
+
+    def test_each_command_with_its_own_environment(self):
+        # No OS_CLOUD in the first, a cloud that does not exist in the
+        # second: each command sees only its own.
+        _, _, first = self.worker.run([OPENSTACK, 'flavor', 'list'],
+                                      NO_CLOUD)
+        code, _, second = self.worker.run(
+            [OPENSTACK, 'flavor', 'list'], dict(NO_CLOUD, OS_CLOUD='nowhere'))
+        self.assertNotEqual(0, code)
+        self.assertIn('nowhere', second)
+        self.assertNotIn('nowhere', first)
+
+    def test_a_worker_that_ended_starts_again(self):
+        self.worker.run([OPENSTACK, '--version'], NO_CLOUD)
+        first = self.worker.proc
+        first.kill()
+        first.wait()
+        self.assertEqual(osc.run([OPENSTACK, '--version'], NO_CLOUD),
+                         self.worker.run([OPENSTACK, '--version'], NO_CLOUD))
+        self.assertIsNot(first, self.worker.proc)
+
+    def test_a_worker_that_ends_without_an_answer_fails_the_command(self):
+        other = self.useFixture(fixtures.TempDir()).path
+        python = os.path.join(other, 'python')
+        with open(python, 'w') as f:
+            f.write('#!/bin/sh\necho "no such module" >&2\nexit 3\n')
+        os.chmod(python, 0o755)
+        worker = osc.Worker(other, log=self.log)
+        code, out, err = worker.run([os.path.join(other, 'openstack'),
+                                     '--version'], NO_CLOUD)
+        self.assertEqual((1, ''), (code, out))
+        self.assertIn('ended (exit 3)', err)
+        self.assertIn(self.log, err)
+        self.assertIsNone(worker.proc)
+        with open(self.log) as f:
+            self.assertIn('no such module', f.read())
 
 
 class _Cloud(http_server.BaseHTTPRequestHandler):
