@@ -204,17 +204,34 @@ def window_rates(samples, start, end, width):
     return found
 
 
+def rate_floor(rates):
+    """The least rate a window of a step may have, from the baseline's.
+
+    The baseline's lowest window, less the spread of its windows (highest
+    less lowest). A window's rate varies without any cause of the
+    upgrade's: the guest's own work, the machine's other processes on its
+    memory and caches. The baseline's windows show by how much, and a
+    step of many windows has a lowest window below the baseline's few by
+    that spread alone. Protection lost (the neighbours released) takes
+    far more: its neighbours then share the CPUs with it unthrottled.
+
+    :param rates: the baseline's window rates (at least one).
+    """
+    lowest = min(rates)
+    return lowest - (max(rates) - lowest)
+
+
 def rate_drop(rate, floor):
     """A sentence if ``rate`` is below ``floor``; an unknown rate fails.
 
-    :param floor: the lowest rate the protected server had before the
-        upgrade.
+    :param floor: :func:`rate_floor` of the rates before the upgrade.
     """
     if rate is None:
         return ['the protected server reported no work']
     if rate < floor:
         return ['the protected server worked at %.3g units/s, below the '
-                '%.3g it had before the upgrade' % (rate, floor)]
+                '%.3g it may (its lowest window before the upgrade, less '
+                'the spread of those windows)' % (rate, floor)]
     return []
 
 

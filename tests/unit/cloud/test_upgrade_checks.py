@@ -180,6 +180,13 @@ class TestRates(base.TestCase):
                          checks.window_rates(samples, 0.0, 24.0, 10.0))
         self.assertEqual([], checks.window_rates([], 0.0, 30.0, 10.0))
 
+    def test_rate_floor_is_the_lowest_less_the_spread(self):
+        self.assertEqual(5.0, checks.rate_floor([6.0, 6.5, 7.0]))
+        self.assertEqual(6.0, checks.rate_floor([6.0]))
+        # A noisier baseline allows a lower window.
+        self.assertLess(checks.rate_floor([5.0, 7.0]),
+                        checks.rate_floor([5.0, 5.5]))
+
     def test_rate_drop(self):
         self.assertEqual([], checks.rate_drop(10.0, 9.5))
         self.assertEqual(1, len(checks.rate_drop(9.0, 9.5)))
