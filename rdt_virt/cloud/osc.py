@@ -177,6 +177,11 @@ class Worker(object):
             line = ''
         if not line:
             code = self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:     # what was left unsent to the dead one
+                    pass
             self.proc = None
             return 1, '', ('the client process of %s ended (exit %s) '
                            'before it answered%s\n' % (
