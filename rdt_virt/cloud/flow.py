@@ -158,6 +158,9 @@ class Flow(object):
         self.commands = []
         # {bin directory: osc.Worker} of other environments' clients.
         self.workers = {}
+        # The step running, and when the flow began, for commands.tsv.
+        self.current = ''
+        self.started = time.monotonic()
 
     # Commands ------------------------------------------------------------
 
@@ -191,6 +194,7 @@ class Flow(object):
                                   stdin=subprocess.DEVNULL, text=True)
             code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
         self.commands.append((time.monotonic() - start, ' '.join(argv)))
+        self._record(start, code, argv)
         text = stdout + stderr
         if show and not parse:
             self.out(text.rstrip())
@@ -201,6 +205,17 @@ class Flow(object):
         if parse:
             return json.loads(stdout) if stdout.strip() else None
         return code, text
+
+    def _record(self, start, code, argv):
+        """One line of ``commands.tsv``: where each command's time went.
+
+        Its start (seconds into the flow), seconds, exit code, step and
+        command line, shown or not (the waits' polls are most of them).
+        """
+        with open(os.path.join(self.work, 'commands.tsv'), 'a') as f:
+            f.write('%.1f\t%.2f\t%d\t%s\t%s\n' % (
+                start - self.started, time.monotonic() - start, code,
+                self.current, ' '.join(argv)))
 
     def _worker(self, tool):
         bin_dir = os.path.dirname(tool)
@@ -293,6 +308,7 @@ class Flow(object):
 
     def step(self, title, fn):
         self.out('\n== %s ==' % title)
+        self.current = title
         t, first = time.monotonic(), len(self.commands)
         fn()
         commands = self.commands[first:]

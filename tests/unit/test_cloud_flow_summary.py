@@ -21,6 +21,15 @@ from rdt_virt.cloud import flow as flow_mod
 from tests import base
 
 
+def commanding_flow(test):
+    """A Flow without a cloud that runs commands, in a temporary dir."""
+    flow = flow_mod.Flow.__new__(flow_mod.Flow)
+    flow.out, flow.env, flow.commands = lambda line: None, {}, []
+    flow.work = test.useFixture(fixtures.TempDir()).path
+    flow.current, flow.started = '', flow_mod.time.monotonic()
+    return flow
+
+
 class TestSummary(base.TestCase):
 
     def test_each_step_and_the_total(self):
@@ -47,12 +56,21 @@ class TestSummary(base.TestCase):
                           '      2 s  a'], table)
 
     def test_a_command_is_timed(self):
-        flow = flow_mod.Flow.__new__(flow_mod.Flow)
-        flow.out, flow.env, flow.commands = lambda line: None, {}, []
+        flow = commanding_flow(self)
+        flow.current = 'A step'
         self.assertEqual((0, 'x\n'), flow.sh('echo', 'x'))
         self.assertEqual(1, len(flow.commands))
         self.assertGreater(flow.commands[0][0], 0.0)
         self.assertEqual('echo x', flow.commands[0][1])
+        flow.sh('sh', '-c', 'exit 3', check=False, show=False)
+        with open(os.path.join(flow.work, 'commands.tsv')) as f:
+            rows = [line.rstrip('\n').split('\t') for line in f]
+        self.assertEqual([['0', 'A step', 'echo x'],
+                          ['3', 'A step', 'sh -c exit 3']],
+                         [row[2:] for row in rows])
+        self.assertEqual('%.2f' % flow.commands[0][0], rows[0][1])
+        self.assertLessEqual(0.0, float(rows[0][0]))
+        self.assertLessEqual(float(rows[0][0]), float(rows[1][0]))
 
     def test_a_failed_step_is_not_counted(self):
         flow = flow_mod.Flow.__new__(flow_mod.Flow)
@@ -153,8 +171,7 @@ class TestTraced(base.TestCase):
         self.assertEqual(4, len(lines))
 
     def test_a_failed_command_carries_the_trace(self):
-        flow = flow_mod.Flow.__new__(flow_mod.Flow)
-        flow.out, flow.env, flow.commands = lambda line: None, {}, []
+        flow = commanding_flow(self)
         flow.cloud = mock.Mock()
         flow.cloud.daemons.log_dir = self.logs
         err = self.assertRaises(flow_mod.FlowError, flow.sh, 'sh', '-c',
