@@ -191,6 +191,12 @@ class ProcFS(object):
         except (IndexError, ValueError):
             return None
 
+    def boot_id(self):
+        """This boot's id (``sys/kernel/random/boot_id``); None if unread."""
+        text = _read(os.path.join(self.proc_root, 'sys', 'kernel', 'random',
+                                  'boot_id'))
+        return text.strip() if text else None
+
     def vhost_threads(self):
         """``{qemu pid: [tid, ...]}`` of vhost kernel threads.
 

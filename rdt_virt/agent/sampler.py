@@ -213,6 +213,27 @@ class RateTracker(object):
             return None, R_JUMP
         return total, None
 
+    def export(self):
+        """Every key's source and baselines, as JSON can hold them.
+
+        ``{key: {'source': [...], 'counters': [[domain, event, value,
+        time], ...]}}``: what :meth:`seed` takes back.
+        """
+        return {key: {'source': list(source),
+                      'counters': sorted([dom, event, value, when] for (
+                          dom, event), (value, when) in base.items())}
+                for key, (source, base) in self._base.items()}
+
+    def seed(self, key, source, counters):
+        """Take the baselines of :meth:`export` for ``key``'s ``source``.
+
+        The next reading from ``source`` then has a rate over the time
+        since those baselines were read, with the checks of any other
+        (a counter that shrank or jumped gives none).
+        """
+        self._base[key] = (source, {(dom, event): (value, when) for (
+            dom, event, value, when) in counters})
+
     def forget(self, keep):
         """Drop the baselines of every key not in ``keep``."""
         for key in list(self._base):

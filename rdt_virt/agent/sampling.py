@@ -25,6 +25,7 @@ import os
 
 from oslo_log import log as logging
 
+from rdt_virt.agent import carry
 from rdt_virt.agent import ceiling as ceiling_mod
 from rdt_virt.agent import counters as counters_mod
 from rdt_virt.agent import energy as energy_mod
@@ -88,6 +89,9 @@ class Sampling(object):
         self.clock = clock
         self.wall = wall
         self.tracker = sampler.RateTracker()
+        # {uuid: baselines} of the agent before this one (carry), for
+        # the first sample only.
+        self.carried = {}
         self.energy_tracker = energy_mod.EnergyTracker()
         self.energy = {}
         self.ceiling_source = None
@@ -237,12 +241,16 @@ class Sampling(object):
                 rates[uuid] = sampler.Rates(reason='counters unreadable')
                 LOG.debug('Cannot read counters of %s: %s', uuid, e)
                 continue
+            entry = self.carried.pop(uuid, None)
+            if entry is not None and carry.matches(entry, reading.source):
+                self.tracker.seed(uuid, reading.source, entry['counters'])
             rates[uuid] = self.tracker.update(uuid, reading)
             if mon.counter_info is not None and (
                     uuid not in mon.counter_rotation.window) and (
                     rates[uuid].mbm_total_bps is None):
                 rates[uuid] = dataclasses.replace(
                     rates[uuid], reason=counters_mod.R_NO_COUNTER)
+        self.carried = {}
         self.tracker.forget(set(rates))
         self.energy_tracker.forget(set(energy or ()))
         self.rates = rates

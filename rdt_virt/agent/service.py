@@ -41,6 +41,7 @@ import time
 
 from oslo_log import log as logging
 
+from rdt_virt.agent import carry
 from rdt_virt.agent import domains
 from rdt_virt.agent import executor as executor_mod
 from rdt_virt.agent import model
@@ -604,6 +605,7 @@ class Agent(object):
         """Serve until ``stop`` (a threading.Event) is set."""
         # The event queue is the OS's even under eventlet (concurrency.native).
         empty = (concurrency.native('queue').Empty, stdlib_queue.Empty)
+        carried = self._take_baselines()
         next_tick = self.clock()
         next_sample = next_tick + self.opts.sample_interval
         while not stop.is_set():
@@ -636,3 +638,45 @@ class Agent(object):
                                     now >= self._full_due):
                 self._safe(self.tick)
                 next_tick = self.clock() + self.opts.tick_interval
+                if carried:
+                    # With the last agent's baselines the first sample
+                    # has rates: take it as soon as the groups are known.
+                    carried = False
+                    next_sample = self.clock()
+        self._save_baselines()
+
+    def _take_baselines(self):
+        """Take the last agent's counter baselines; whether any hold."""
+        path = carry.path_for(self.conf.rdt.state_file)
+        try:
+            doc = carry.take(path)
+        except OSError as e:
+            LOG.warning('Cannot read the counter baselines in %s: %s',
+                        path, e)
+            return False
+        if doc is None:
+            return False
+        entries, reason = carry.usable(doc, self.procfs.boot_id(),
+                                       self.clock())
+        if reason:
+            LOG.info('Not taking the counter baselines in %s: %s', path,
+                     reason)
+            return False
+        LOG.info("Rates go on from the last agent's baselines of %d "
+                 "instances", len(entries))
+        self.sampling.carried = entries
+        return bool(entries)
+
+    def _save_baselines(self):
+        """Leave the counters' baselines for the agent that starts next."""
+        exported = self.sampling.tracker.export()
+        boot_id = self.procfs.boot_id()
+        if not exported or not boot_id:
+            return
+        path = carry.path_for(self.conf.rdt.state_file)
+        try:
+            carry.save(path, carry.document(exported, boot_id,
+                                            self.clock()))
+        except OSError as e:
+            LOG.warning('Cannot write the counter baselines to %s: %s',
+                        path, e)

@@ -98,7 +98,11 @@ _TEXTS = ('name', 'domain', 'group', 'mon_group', 'counters', 'reason',
 
 def write(path, doc):
     """Atomically replace ``path`` with ``doc`` (a dict) as JSON."""
-    doc = dict(doc, version=VERSION)
+    write_json(path, dict(doc, version=VERSION))
+
+
+def write_json(path, doc):
+    """Atomically replace ``path`` with ``doc`` as JSON, as it is."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix='.state-', dir=directory)

@@ -107,6 +107,11 @@ class FakeHost(object):
     def __init__(self, proc_root, pool=None):
         self.proc_root = proc_root
         os.makedirs(proc_root, exist_ok=True)
+        # This boot's id, as the real procfs has it.
+        random_dir = os.path.join(proc_root, 'sys', 'kernel', 'random')
+        os.makedirs(random_dir, exist_ok=True)
+        shutil.copyfile('/proc/sys/kernel/random/boot_id',
+                        os.path.join(random_dir, 'boot_id'))
         self.pool = pool or ThreadPool()
         self.procs = {}     # uuid -> (pid, {vcpu: tid}, [other tids])
 

@@ -26,6 +26,7 @@ from unittest import mock
 
 import fixtures
 
+from rdt_virt.agent import carry
 from rdt_virt.cmd import cli
 from tests.functional.agent import base
 
@@ -129,6 +130,39 @@ class TestRates(RatesTestCase):
         self.inject(only=a)
         doc = self.sample_after()
         self.assertEqual('first sample', doc['instances'][a]['reason'])
+        self.assertRates(self.sample_after())
+
+    def test_rates_go_on_across_a_restart(self):
+        self.agent.sample()
+        self.assertRates(self.sample_after())
+        # A graceful stop (the end of Agent.run) leaves the baselines...
+        self.agent._save_baselines()
+        carried = carry.path_for(self.state_file)
+        self.assertTrue(os.path.exists(carried))
+        time.sleep(2.0)
+        # ... and the next agent's first sample has rates: the mean over
+        # the time no agent ran.
+        self.agent = self.new_agent()
+        self.assertTrue(self.agent._take_baselines())
+        self.assertFalse(os.path.exists(carried))
+        self.agent.tick()
+        self.assertRates(self.agent.sample())
+        self.assertRates(self.sample_after())
+
+    def test_a_group_made_again_while_no_agent_ran(self):
+        self.agent.sample()
+        self.agent._save_baselines()
+        a = self.uuids[0]
+        os.rmdir(self.path(P + 'mb10', 'mon_groups', P + 'm-' + a))
+        self.agent = self.new_agent()
+        self.assertTrue(self.agent._take_baselines())
+        # The new agent makes the group again: its counters start from
+        # zero, and the old baselines are not taken for them.
+        self.agent.tick()
+        self.inject(only=a)
+        doc = self.sample_after()
+        self.assertEqual('first sample', doc['instances'][a]['reason'])
+        self.assertRates(doc, skip=(a,))
         self.assertRates(self.sample_after())
 
     def test_sentinel(self):

@@ -19,12 +19,18 @@ on a loaded host every interval grew by a sample and often a tick (3.3 to
 bounds with them.
 """
 
+import os
 import queue
 import threading
 from unittest import mock
 
+import fixtures
+
+from rdt_virt.agent import carry
 from rdt_virt.agent import service
 from tests import base
+
+BOOT = 'a1b2c3'
 
 
 class FakeClock(object):
@@ -56,22 +62,31 @@ class TestSampleClock(base.TestCase):
         super().setUp()
         self.flags(sample_interval=3.0, tick_interval=2.0,
                    group='rdt_agent')
+        self.state_file = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'state.json')
+        self.flags(state_file=self.state_file, group='rdt')
 
-    def run_loop(self, samples, sample_cost, tick_cost, decide=False):
+    def run_loop(self, samples, sample_cost, tick_cost, decide=False,
+                 carried=None):
         """Run the loop until ``samples`` samples; returns what happened.
 
         ``[('sample', start, slot) or ('tick', start), ...]``; each sample
         takes ``sample_cost`` seconds, each tick ``tick_cost``. With
         ``decide``, every sample asks for a full tick, as a controller
-        decision does.
+        decision does. ``carried``: the baselines a stopped agent left
+        (:mod:`rdt_virt.agent.carry`), as its document.
         """
         from rdt_virt import conf
         clock = FakeClock()
         stop = threading.Event()
         source = mock.Mock()
         source.events = Events(clock)
+        procfs = mock.Mock()
+        procfs.boot_id.return_value = BOOT
+        if carried is not None:
+            carry.save(carry.path_for(self.state_file), carried)
         agent = service.Agent(conf.CONF, mock.MagicMock(), source,
-                              mock.Mock(), mock.Mock(), clock=clock,
+                              procfs, mock.Mock(), clock=clock,
                               wall=clock)
         seen = []
 
@@ -132,3 +147,31 @@ class TestSampleClock(base.TestCase):
             if entry[0] == 'sample':
                 self.assertEqual('tick', seen[i + 1][0])
                 self.assertAlmostEqual(entry[1] + 0.3, seen[i + 1][1])
+
+    def test_the_first_sample_a_period_after_the_first_tick(self):
+        seen = self.run_loop(2, sample_cost=0.1, tick_cost=0.2)
+        self.assertEqual(('tick', 100.0), seen[0])
+        self.assertEqual([103.0, 106.0],
+                         [s[1] for s in seen if s[0] == 'sample'])
+
+    def test_with_carried_baselines_right_after_the_first_tick(self):
+        # The last agent's baselines give the first sample its rates: it
+        # is taken as soon as the tick has found the groups.
+        doc = carry.document({'u': {'source': ['g', 'g', 0],
+                                    'counters': [[0, 'mbm_total_bytes', 5,
+                                                  90.0]]}}, BOOT, 95.0)
+        seen = self.run_loop(3, sample_cost=0.1, tick_cost=0.2,
+                             carried=doc)
+        self.assertEqual(('tick', 100.0), seen[0])
+        starts = [s[1] for s in seen if s[0] == 'sample']
+        self.assertAlmostEqual(100.2, starts[0])
+        self.assertAlmostEqual(3.0, starts[1] - starts[0])
+        # Taken once: the file is gone.
+        self.assertFalse(os.path.exists(carry.path_for(self.state_file)))
+
+    def test_baselines_of_another_boot_change_nothing(self):
+        doc = carry.document({'u': {'source': ['g', 'g', 0],
+                                    'counters': []}}, 'other', 95.0)
+        seen = self.run_loop(1, sample_cost=0.1, tick_cost=0.2,
+                             carried=doc)
+        self.assertEqual([103.0], [s[1] for s in seen if s[0] == 'sample'])
