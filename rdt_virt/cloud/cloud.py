@@ -57,7 +57,7 @@ DEFAULT_DIR = '/var/lib/rdt-virt/cloud'
 #: ``controller_increase`` (percent per release step): the test cloud's,
 #: where production keeps the defaults (three sampling periods; 10).
 RELEASE_DWELL = 10
-RELEASE_INCREASE = 30
+RELEASE_INCREASE = 45
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 DATABASES = ('keystone', 'placement', 'glance', 'neutron', 'nova_api',
              'nova_cell0', 'nova_cell1', 'gnocchi', 'watcher')
@@ -434,7 +434,7 @@ class Cloud(object):
         agent_conf = self.host_dir(host, 'etc', 'rdt-virt.conf')
         ini.iniset(agent_conf, 'rdt_agent', 'prometheus_port',
                    str(self.layout.ports['agent_prom_%s' % host]))
-        # The flow waits for a release from the floor: three steps of one
+        # The flow waits for a release from the floor: two steps of one
         # sampling period (10 s) rather than nine of the default three.
         ini.iniset(agent_conf, 'rdt_agent', 'controller_release_dwell',
                    str(RELEASE_DWELL))

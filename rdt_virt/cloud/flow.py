@@ -570,7 +570,7 @@ class Flow(object):
             # processed.
             self.wait('measures of %s in Gnocchi' % name,
                       lambda: measures(uuid, 'memory.bandwidth.total'),
-                      timeout=420, interval=10)
+                      timeout=420, interval=5)
             for meter in ('memory.bandwidth.total',
                           'memory.bandwidth.local', 'cpu_l3_cache'):
                 self.sh(gn, 'measures', 'show', '--resource-id', uuid,
@@ -626,7 +626,7 @@ class Flow(object):
                 # Ceilometer polls every 30 s, its first poll perhaps
                 # before the agent's first rates.
                 self.wait('%s of %s' % (kind, name), complete, timeout=120,
-                          interval=10)
+                          interval=5)
                 found = self.scrape(kind, host, label, names)
                 self.expect(all(found.get((n, uuid), 0) > 0 for n in names),
                             '%s on %s exports %s of %s' % (
@@ -666,7 +666,7 @@ class Flow(object):
         self.wait("Ceilometer's exporter on %s to drop the deleted servers"
                   % host, lambda: not (self.exported(
                       [host], self.EXPORTERS[:1]) & stale), timeout=120,
-                  interval=10)
+                  interval=2)
         self.expect(True, "Ceilometer %d's exporter on %s dropped the %d "
                     "deleted servers' series once it polled a server there "
                     "again" % (_ceilometer_major(), host, len(stale)))
@@ -814,7 +814,7 @@ class Flow(object):
                     and (stale or uuid not in found['compute2']) and
                     uuid not in agent['compute2'])
         self.wait('the Prometheus series to move host', series,
-                  timeout=150, interval=10)
+                  timeout=150, interval=2)
         for kind, label, names in self.EXPORTERS:
             self.scrape(kind, 'compute1', label, names)
         if stale and uuid in found['compute2']:
@@ -849,7 +849,7 @@ class Flow(object):
                 if datetime.datetime.fromisoformat(
                     m['timestamp']).timestamp() > window and m['value'] > 0]
         self.wait("a measure of protected after the move", after,
-                  timeout=480, interval=15)
+                  timeout=480, interval=5)
         self.sh(gn, 'measures', 'show', '--resource-id', uuid, '--refresh',
                 'memory.bandwidth.total')
         self.expect(after(), "Gnocchi keeps receiving protected's "
@@ -927,7 +927,7 @@ class Flow(object):
             return not (self.exported(exporters=agents) & uuids) and (
                 stale or not (self.exported(exporters=ceilometer) & uuids))
         self.wait('the exporters to forget the deleted servers', forgotten,
-                  timeout=120, interval=10)
+                  timeout=120, interval=2)
         self.stale_series = {
             host: self.exported([host], ceilometer) & uuids
             for host, _ in services.COMPUTES} if stale else {}
@@ -1092,10 +1092,10 @@ class Flow(object):
                 return None
             return levels if all(levels[n] is None
                                  for n in self._low_names()) else None
-        # The agent samples every 10 s here, the controller releases 30
-        # points per RELEASE_DWELL: three steps from the floor.
+        # The agent samples every 10 s here, the controller releases 45
+        # points per RELEASE_DWELL: two steps from the floor.
         self.wait('the controller to release the low servers', released,
-                  timeout=300, interval=5)
+                  timeout=300, interval=2)
         self.expect(True, 'the controller released %s %.0f s after the '
                     'pause' % (', '.join(self._low_names()),
                                time.monotonic() - paused))
@@ -1120,7 +1120,7 @@ class Flow(object):
             return found if any(v and v[-1] < 100 for v in found.values()) \
                 else None
         found = self.wait('Gnocchi to have the throttled %s' % self.LIMIT,
-                          below, timeout=180, interval=10)
+                          below, timeout=180, interval=5)
         name = sorted(n for n, v in found.items() if v and v[-1] < 100)[0]
         self.sh(self.cloud.layout.tool('gnocchi'), 'measures', 'show',
                 '--resource-id', uuids[name], '--refresh', self.LIMIT)

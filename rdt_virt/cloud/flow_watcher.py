@@ -124,7 +124,7 @@ def _wait_status(flow, what, show, done, failed, timeout=600):
             # module that imports this one.
             flow.expect(False, '%s is %s' % (what, status))
         return status in done and status
-    return flow.wait(what, check, timeout=timeout, interval=5)
+    return flow.wait(what, check, timeout=timeout, interval=2)
 
 
 def _audit(flow, params, tries=1, pause=30):
@@ -247,7 +247,7 @@ def loop(flow, bandwidth_threshold):
     # Gnocchi's 5-minute means show the burning one as the noisier.
     flow.wait('Gnocchi to show %s as the noisiest low server' % NOISIEST,
               lambda: _noisiest_in_gnocchi(flow, uuids) == NOISIEST,
-              timeout=300, interval=10)
+              timeout=300, interval=5)
 
     params = {'period': 900, 'granularity': GRANULARITY, 'refresh': 'true',
               'bandwidth_threshold': bandwidth_threshold}
