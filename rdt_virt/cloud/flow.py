@@ -452,6 +452,10 @@ class Flow(object):
         _, text = self.os('console', 'log', 'show', name, show=False)
         return now, guest.work_units(text)
 
+    #: Seconds between the two console reads of a guest's work rate:
+    #: over a hundred units at the protected guest's pace here.
+    WORK_WINDOW = 5
+
     def protected_work(self):
         # Nova returns the last 100 KiB of the console log, which holds the
         # banner for the first minutes at this guest's pace: read early.
@@ -460,7 +464,7 @@ class Flow(object):
             return sample if sample[1] is not None else None
         first = self.wait("protected's work banner", started, timeout=120,
                           interval=3)
-        time.sleep(10)
+        time.sleep(self.WORK_WINDOW)
         second = self._work('protected')
         # The log is the banner, then one dot per unit on a single line.
         _, text = self.os('console', 'log', 'show', 'protected',

@@ -303,20 +303,20 @@ class TestPrometheus(PrometheusCase):
         # The class step of the test cloud (rdt_virt.cloud.flow_watcher)
         # waits until Prometheus has every low server at the floor for
         # the audit's window, then runs the audit. A server that reached
-        # the floor's group 30 s ago has that group's series at the floor
-        # all through the window, but its old group's is in the window
-        # too: the strategy reads a mean above the floor, and the flow
-        # must wait as well.
-        window = dict(period=flow_watcher.CLASS_PERIOD,
-                      granularity=flow_watcher.CLASS_PERIOD)
-        self.serve_moved(30)
+        # the floor's group half a window ago has that group's series at
+        # the floor all through the window, but its old group's is in the
+        # window too: the strategy reads a mean above the floor, and the
+        # flow must wait as well.
+        period = flow_watcher.CLASS_PERIOD
+        window = dict(period=period, granularity=period)
+        self.serve_moved(period // 2)
         _, seen = self.run_strategy(**window)
         self.assertGreater(seen['instances']['low-2'].level, 10.0)
         self.assertEqual(10.0, seen['instances']['low-1'].level)
         self.assertEqual({'low-1': True, 'low-2': False},
                          self.cloud_flow_waits())
-        # A minute and a half later the old series has left the window.
-        self.serve_moved(90)
+        # A window and a half later the old series has left it.
+        self.serve_moved(period * 3 // 2)
         _, seen = self.run_strategy(**window)
         self.assertEqual(10.0, seen['instances']['low-2'].level)
         self.assertEqual({'low-1': True, 'low-2': True},
