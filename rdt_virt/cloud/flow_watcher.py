@@ -55,7 +55,8 @@ HELD_PRESSURE = 0.6
 INSTANCE_LABEL = promql.INSTANCE_LABEL
 # The class audit's window on Prometheus (5 s scrapes): half a minute in
 # which the controller held every low server at the floor. The test
-# cloud's own choice (admin/watcher has production's).
+# cloud's own choice (admin/telemetry-to-action has the strategy's
+# parameters and defaults).
 CLASS_PERIOD = 30
 
 
