@@ -785,17 +785,19 @@ class Flow(object):
                     'Placement counts %d CLOSIDs on compute1, none on '
                     'compute2' % NOISY)
 
-        # The claims: one group per server on each host, with its vCPU.
-        self.resctrl()
-
-        # The agents: the destination's picks it up, the source's forgets.
+        # The agents: the destination's picks it up, the source's forgets
+        # (at their next samples, up to 10 s after the move).
         def agents():
             return (uuid in self._agent_instances('compute1') and
                     uuid not in self._agent_instances('compute2'))
         self.wait("the agents' state files to follow", agents, timeout=120,
-                  interval=5)
+                  interval=2)
         self.expect(agents(), "compute1's agent has protected in its state "
                     "file, compute2's no longer")
+
+        # The claims: one group per server on each host, with its vCPU,
+        # as resctrl, the state files and rdt-virt top show them.
+        self.resctrl()
 
         # Prometheus: its series are exported by compute1's agent and
         # Ceilometer's poller, and by nothing on compute2. Ceilometer 24
