@@ -662,10 +662,12 @@ class Agent(object):
             LOG.info('Not taking the counter baselines in %s: %s', path,
                      reason)
             return False
+        if not entries:
+            return False
         LOG.info("Rates go on from the last agent's baselines of %d "
                  "instances", len(entries))
         self.sampling.carried = entries
-        return bool(entries)
+        return True
 
     def _save_baselines(self):
         """Leave the counters' baselines for the agent that starts next."""
