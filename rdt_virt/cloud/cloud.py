@@ -395,10 +395,11 @@ class Cloud(object):
         g.upgrade()
         g.start()
         ceilo = services.ceilometer(self.layout)
+        resources = self.layout.etc('ceilometer', 'gnocchi_resources.yaml')
         self.devstack_plugin(
             'controller', ['ceilometer-anotification'], CEILOMETER_CONF=ceilo,
-            RDT_VIRT_GNOCCHI_RESOURCES=self.layout.etc(
-                'ceilometer', 'gnocchi_resources.yaml'))
+            RDT_VIRT_GNOCCHI_RESOURCES=resources)
+        services.add_archive_policy(resources)
         self.run([self.layout.tool('ceilometer-upgrade'), '--config-file',
                   ceilo], 'ceilometer-upgrade')
         tool = self.layout.tool('ceilometer-agent-notification')

@@ -557,10 +557,13 @@ class Flow(object):
     def gnocchi(self):
         gn = self.cloud.layout.tool('gnocchi')
 
+        # The 5-minute means, which Watcher's Gnocchi audits read.
+        coarse = ('--granularity', str(services.COARSE))
+
         def measures(uuid, meter, show=False):
             rc, text = self.sh(gn, 'measures', 'show', '--resource-id',
-                               uuid, '--refresh', meter, '-f', 'json',
-                               check=False, show=show)
+                               uuid, '--refresh', *coarse, meter, '-f',
+                               'json', check=False, show=show)
             try:
                 # JSON on stdout, Python's warnings after it.
                 return json.JSONDecoder().raw_decode(
@@ -569,16 +572,15 @@ class Flow(object):
                 return []
         for name, _ in self.WATCHED:
             uuid = self._show(name)['id']
-            # Ceilometer's archive policy (ceilometer-low) keeps 5-minute
-            # means: the first appears once the agents' first samples are
-            # processed.
+            # The first 5-minute mean appears once the agents' first
+            # samples are processed.
             self.wait('measures of %s in Gnocchi' % name,
                       lambda: measures(uuid, 'memory.bandwidth.total'),
                       timeout=420, interval=5)
             for meter in ('memory.bandwidth.total',
                           'memory.bandwidth.local', 'cpu_l3_cache'):
                 self.sh(gn, 'measures', 'show', '--resource-id', uuid,
-                        '--refresh', meter)
+                        '--refresh', *coarse, meter)
                 values = [m['value'] for m in measures(uuid, meter)]
                 self.expect(values and all(v > 0 for v in values),
                             'Gnocchi has %s of %s (%s)' % (
@@ -735,10 +737,12 @@ class Flow(object):
         except (OSError, state.InvalidStateFile):
             return set()
 
-    def _gnocchi_measures(self, uuid, meter):
+    def _gnocchi_measures(self, uuid, meter, granularity=None):
+        """The measures of one metric: all, or those of one granularity."""
+        only = ['--granularity', str(granularity)] if granularity else []
         rc, text = self.sh(self.cloud.layout.tool('gnocchi'), 'measures',
-                           'show', '--resource-id', uuid, '--refresh', meter,
-                           '-f', 'json', check=False, show=False)
+                           'show', '--resource-id', uuid, '--refresh', *only,
+                           meter, '-f', 'json', check=False, show=False)
         try:
             # JSON on stdout, Python's warnings after it.
             return json.JSONDecoder().raw_decode(
@@ -839,25 +843,26 @@ class Flow(object):
     def live_migration_measures(self):
         """Gnocchi still receives the moved server's measures.
 
-        The same resource, and a measure in a window that began after the
-        move (ceilometer-low keeps 5-minute means), which only the
-        destination's poller can have sent. A step of its own, after the
-        Watcher steps, so that the window has mostly passed by then.
+        The same resource, and a 1-minute mean of a minute that began
+        after the move, which only the destination's poller can have sent.
+        A step of its own, after the Watcher steps, so that the minute has
+        passed by then.
         """
         uuid, moved = self.migrated
         gn = self.cloud.layout.tool('gnocchi')
-        window = int(moved // 300 * 300)
+        fine = services.FINE
+        window = int(moved // fine * fine)
 
         def after():
             import datetime
             return [m for m in self._gnocchi_measures(
-                uuid, 'memory.bandwidth.total')
+                uuid, 'memory.bandwidth.total', fine)
                 if datetime.datetime.fromisoformat(
                     m['timestamp']).timestamp() > window and m['value'] > 0]
         self.wait("a measure of protected after the move", after,
-                  timeout=480, interval=5)
+                  timeout=240, interval=5)
         self.sh(gn, 'measures', 'show', '--resource-id', uuid, '--refresh',
-                'memory.bandwidth.total')
+                '--granularity', str(fine), 'memory.bandwidth.total')
         self.expect(after(), "Gnocchi keeps receiving protected's "
                     "memory.bandwidth.total after the move")
 
@@ -1115,21 +1120,23 @@ class Flow(object):
     def priority_archived(self, held):
         """Gnocchi keeps the throttling: the low servers' limit meter.
 
-        The archive policy keeps 5-minute means, so a point below 100 %
-        says the controller held the server for part of those minutes.
+        A 1-minute mean below 100 % says the controller held the server
+        for part of that minute.
         """
         uuids = {n: self._show(n)['id'] for n in held}
+        fine = services.FINE
 
         def below():
             found = {n: [m['value'] for m in self._gnocchi_measures(
-                u, self.LIMIT)] for n, u in uuids.items()}
+                u, self.LIMIT, fine)] for n, u in uuids.items()}
             return found if any(v and v[-1] < 100 for v in found.values()) \
                 else None
         found = self.wait('Gnocchi to have the throttled %s' % self.LIMIT,
                           below, timeout=180, interval=5)
         name = sorted(n for n, v in found.items() if v and v[-1] < 100)[0]
         self.sh(self.cloud.layout.tool('gnocchi'), 'measures', 'show',
-                '--resource-id', uuids[name], '--refresh', self.LIMIT)
+                '--resource-id', uuids[name], '--refresh', '--granularity',
+                str(fine), self.LIMIT)
         self.expect(True, 'Gnocchi archives %s of %s: %s %%' % (
             self.LIMIT, name, ', '.join('%.0f' % v for v in found[name])))
 

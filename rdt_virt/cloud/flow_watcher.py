@@ -28,6 +28,7 @@ import time
 from rdt_virt.agent import state as state_mod
 from rdt_virt.cloud import flow_prometheus
 from rdt_virt.cloud import prometheus
+from rdt_virt.cloud import services
 from rdt_virt import exception
 from rdt_virt.sandbox import guest
 from watcher_plugin import meters
@@ -43,7 +44,7 @@ LOW = ('low-1', 'low-2')
 LOW_IMAGES = {'low-1': 'rdt-burn', 'low-2': 'rdt-idle'}
 NOISIEST = 'low-1'
 # The audit's granularity on Gnocchi: its archive policy's 5-minute means.
-GRANULARITY = 300
+GRANULARITY = services.COARSE
 # The controller's floor on the reference host (controller_floor, 10%,
 # its MBA minimum too): the audit's default floor.
 FLOOR = 10
@@ -184,7 +185,7 @@ def _noisiest_in_gnocchi(flow, uuids):
     means = {}
     for name, uuid in uuids.items():
         values = [m['value'] for m in flow._gnocchi_measures(
-            uuid, 'memory.bandwidth.total') if m['granularity'] == GRANULARITY]
+            uuid, 'memory.bandwidth.total', GRANULARITY)]
         if not values:
             return None
         means[name] = sum(values) / len(values)

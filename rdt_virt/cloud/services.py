@@ -23,6 +23,8 @@ import os
 import shutil
 import sys
 
+import yaml
+
 from rdt_virt.cloud import ini
 from rdt_virt.cloud import mariadb
 
@@ -341,6 +343,33 @@ def nova_compute(layout, host, sandbox_dir):
     return path
 
 
+# The test cloud's archive policy: ceilometer-low's 5-minute means, which
+# Watcher's Gnocchi audits read, and 1-minute means beside them, so that a
+# check of "a measure after X" waits a minute rather than up to five.
+# Ceilometer's Gnocchi publisher creates it from the resources definition
+# file (archive_policies) before its first metric.
+ARCHIVE_POLICY = {
+    'name': 'rdt-virt-cloud',
+    'aggregation_methods': ['mean'],
+    'back_window': 0,
+    'definition': [{'granularity': '1 minute', 'timespan': '1 day'},
+                   {'granularity': '5 minutes', 'timespan': '30 days'}],
+}
+# The policy's granularities in seconds, as Gnocchi reports them.
+FINE, COARSE = 60, 300
+
+
+def add_archive_policy(path):
+    """Define ARCHIVE_POLICY in a gnocchi_resources.yaml."""
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    policies = [p for p in data.get('archive_policies') or []
+                if p.get('name') != ARCHIVE_POLICY['name']]
+    data['archive_policies'] = policies + [ARCHIVE_POLICY]
+    with open(path, 'w') as f:
+        yaml.safe_dump(data, f, default_flow_style=False, sort_keys=False)
+
+
 def ceilometer(layout, host=None):
     """ceilometer.conf: the notification agent's, or a compute host's."""
     name = 'ceilometer-%s' % (host or 'notification')
@@ -372,8 +401,9 @@ def ceilometer(layout, host=None):
                     'sinks:\n'
                     '  - name: meter_sink\n'
                     '    publishers:\n'
-                    '      - gnocchi://?archive_policy=ceilometer-low'
+                    '      - gnocchi://?archive_policy=%s'
                     '&filter_project=service&resources_definition_file=%s\n'
-                    % layout.etc('ceilometer', 'gnocchi_resources.yaml'))
+                    % (ARCHIVE_POLICY['name'],
+                       layout.etc('ceilometer', 'gnocchi_resources.yaml')))
     ini.set_many(path, conf)
     return path

@@ -110,8 +110,10 @@ class Gnocchi(object):
     def __init__(self, measures):
         self.measures = measures
 
-    def _gnocchi_measures(self, uuid, meter):
-        return self.measures.get(uuid, [])
+    def _gnocchi_measures(self, uuid, meter, granularity=None):
+        # As Gnocchi's --granularity: only the means of that granularity.
+        return [m for m in self.measures.get(uuid, [])
+                if granularity is None or m['granularity'] == granularity]
 
 
 def measure(value, granularity=flow_watcher.GRANULARITY):

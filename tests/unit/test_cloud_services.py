@@ -17,6 +17,7 @@ import inspect
 import os
 
 import fixtures
+import yaml
 
 from rdt_virt.cloud import process
 from rdt_virt.cloud import services
@@ -49,3 +50,54 @@ class TestNovaCompute(base.TestCase):
         self.assertLessEqual(manager, graceful - 10)
         self.assertLess(graceful, kill_after)
         self.assertEqual('compute1', conf.get('DEFAULT', 'host'))
+
+
+class TestArchivePolicy(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.tmp, 'gnocchi_resources.yaml')
+        self.original = {
+            'archive_policy_default': 'ceilometer-low',
+            'archive_policies': [{'name': 'ceilometer-low',
+                                  'aggregation_methods': ['mean'],
+                                  'back_window': 0,
+                                  'definition': [{'granularity': '5 minutes',
+                                                  'timespan': '30 days'}]}],
+            'resources': [{'resource_type': 'instance',
+                           'metrics': {'memory.bandwidth.total': None}}]}
+        with open(self.path, 'w') as f:
+            yaml.safe_dump(self.original, f)
+
+    def load(self):
+        with open(self.path) as f:
+            return yaml.safe_load(f)
+
+    def test_the_policy_joins_the_definitions_once(self):
+        services.add_archive_policy(self.path)
+        services.add_archive_policy(self.path)
+        data = self.load()
+        self.assertEqual(['ceilometer-low', services.ARCHIVE_POLICY['name']],
+                         [p['name'] for p in data['archive_policies']])
+        self.assertEqual(self.original['resources'], data['resources'])
+        self.assertEqual('ceilometer-low', data['archive_policy_default'])
+
+    def test_it_keeps_the_audits_granularity_and_a_finer_one(self):
+        seconds = {'1 minute': 60, '5 minutes': 300}
+        kept = [seconds[d['granularity']]
+                for d in services.ARCHIVE_POLICY['definition']]
+        self.assertEqual(sorted([services.FINE, services.COARSE]),
+                         sorted(kept))
+        self.assertIn('mean', services.ARCHIVE_POLICY['aggregation_methods'])
+
+    def test_the_publisher_names_it(self):
+        layout = services.Layout(self.tmp, ports=dict.fromkeys(
+            services.PORTS, 1))
+        conf = configparser.ConfigParser(interpolation=None)
+        conf.read(services.ceilometer(layout))
+        with open(conf.get('DEFAULT', 'pipeline_cfg_file')) as f:
+            pipeline = yaml.safe_load(f)
+        url = pipeline['sinks'][0]['publishers'][0]
+        self.assertIn('archive_policy=%s&' % services.ARCHIVE_POLICY['name'],
+                      url)
