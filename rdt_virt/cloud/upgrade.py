@@ -535,9 +535,11 @@ class Upgrade(object):
         end = time.time()
         for name, uuid in sorted(self.initial.items()):
             measures = f._gnocchi_measures(uuid, 'memory.bandwidth.total')
-            times = [_epoch(m['timestamp']) for m in measures]
-            granularity = max([float(m['granularity']) for m in measures] or
+            # The finest means the archive policy keeps.
+            granularity = min([float(m['granularity']) for m in measures] or
                               [0.0])
+            times = [_epoch(m['timestamp']) for m in measures
+                     if float(m['granularity']) == granularity]
             limit = 2 * max(INTERVALS['ceilometer'], granularity)
             # The last period is aggregated once it is over.
             gap = checks.largest_gap(times, self.started,
