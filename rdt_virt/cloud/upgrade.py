@@ -347,7 +347,8 @@ class Upgrade(object):
                 ('stack', 'install'),), RDT_VIRT_EMULATE='True')
         if step.kind == plan.COMPUTE:
             services.retool(step.host)
-        self.new.daemons.stop_all(step.stop)
+        for group in plan.stop_order(step):
+            self.new.daemons.stop_all(group)
         for cmd in step.before:
             services.command(cmd)
         for name in step.start:

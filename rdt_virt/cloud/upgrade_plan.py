@@ -55,6 +55,10 @@ Step = collections.namedtuple(
 CONTROL, MIXED, COMPUTE, FINISH = 'control', 'mixed', 'compute', 'finish'
 #: The daemons of one compute host's upgrade, stopped together.
 COMPUTE_DAEMONS = ('nova-compute', 'rdt-virt-agent', 'ceilometer-polling')
+#: Daemons stopped once the rest of their step is down, and started first:
+#: the agent keeps the groups and the controller's levels while
+#: nova-compute shuts down gracefully, which takes up to 20 s.
+LAST = ('rdt-virt-agent',)
 
 
 def parse(spec):
@@ -148,8 +152,20 @@ def compute(host):
     upgrade restarts services, not the kernel or libvirtd.
     """
     names = ['%s-%s' % (host, d) for d in COMPUTE_DAEMONS]
+    last = [n for n in names if _last(n)]
     return _step('compute host %s' % host, COMPUTE, names, host=host,
+                 start=last + [n for n in names if n not in last],
                  plugin=[(host, ('n-cpu',))])
+
+
+def _last(name):
+    return any(name == d or name.endswith('-' + d) for d in LAST)
+
+
+def stop_order(step):
+    """The step's daemons, in the groups stopped one after the other."""
+    last = [n for n in step.stop if _last(n)]
+    return [g for g in ([n for n in step.stop if n not in last], last) if g]
 
 
 def steps(computes=('compute2', 'compute1')):

@@ -128,7 +128,14 @@ class TestSteps(base.TestCase):
         step = plan.compute('compute1')
         self.assertEqual(['compute1-nova-compute', 'compute1-rdt-virt-agent',
                           'compute1-ceilometer-polling'], step.stop)
-        self.assertEqual(step.stop, step.start)
+        self.assertEqual([['compute1-nova-compute',
+                           'compute1-ceilometer-polling'],
+                          ['compute1-rdt-virt-agent']],
+                         plan.stop_order(step))
+        # The agent is down only while it restarts, not while nova-compute
+        # shuts down and starts.
+        self.assertEqual(['compute1-rdt-virt-agent', 'compute1-nova-compute',
+                          'compute1-ceilometer-polling'], step.start)
         self.assertEqual([], step.before)
         self.assertEqual([('compute1', ('n-cpu',))], step.plugin)
 
@@ -137,6 +144,12 @@ class TestSteps(base.TestCase):
         for name in ('mariadb', 'rabbitmq', 'prometheus',
                      'compute1-rdt-virt-sandbox', 'compute1-sshd'):
             self.assertNotIn(name, stopped)
+
+    def test_other_steps_stop_their_daemons_at_once(self):
+        for step in self.steps:
+            if step.kind != plan.COMPUTE and step.stop:
+                self.assertEqual([step.stop], plan.stop_order(step),
+                                 step.name)
 
     def test_every_daemon_stopped_is_started_again(self):
         for step in self.steps:
