@@ -18,8 +18,8 @@ release's environment and without the first-time setup (databases,
 users, endpoints), which the upgrade keeps; and it runs the steps'
 commands (:mod:`rdt_virt.cloud.upgrade_plan`) with the new tools.
 
-The control plane, the other compute host's services and the steps'
-tools run at the lowest CPU priority (:data:`CONTROL_NICE`). In a cloud
+The control plane, the other compute host's services and guests, and the
+steps' tools run at the lowest CPU priority (:data:`CONTROL_NICE`). In a cloud
 they run on other machines than the protected server's host; here they
 share this machine's two CPUs with its guest, and a schema migration or
 a service's start would otherwise take its CPU time from the protected
@@ -44,6 +44,7 @@ from rdt_virt.cloud import ini
 from rdt_virt.cloud import process
 from rdt_virt.cloud import services as layout_mod
 from rdt_virt.cloud import upgrade_plan as plan
+from rdt_virt.sandbox import layout as sandbox_layout
 
 
 #: The API paste files the cloud copies from an environment at its up:
@@ -90,6 +91,41 @@ def priority(nice):
         yield
     finally:
         os.setpriority(os.PRIO_PROCESS, 0, was)
+
+
+def guests(sandbox):
+    """The QEMU processes of a host's libvirtd: their pids.
+
+    From libvirt's pid files in the sandbox's private run directory.
+    """
+    run = sandbox_layout.Paths(sandbox).private('/run/libvirt')
+    pids = []
+    for path in sorted(glob.glob(os.path.join(run, 'qemu', '*.pid'))):
+        try:
+            with open(path) as f:
+                pids.append(int(f.read().strip()))
+        except (OSError, ValueError):
+            continue    # a guest that is starting or gone
+    return pids
+
+
+def lower_guest(pid, nice):
+    """A guest's QEMU at ``nice``: each of its threads, and its autogroup.
+
+    libvirt daemonizes QEMU into a session of its own, out of the process
+    group of the sandbox that runs libvirtd; a nice value set on a process
+    holds for one thread only, and the vCPUs are threads.
+    """
+    try:
+        tids = os.listdir('/proc/%d/task' % pid)
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+        except (OSError, ValueError):
+            pass    # a thread that ended meanwhile
+    return lower(pid, nice, group=False)
 
 
 def elsewhere(name, home=None):
@@ -196,6 +232,13 @@ class Services(object):
             pid = self.new.daemons.pid(name) if ext == '.pid' else None
             if pid and elsewhere(name, self.home):
                 lower(pid, nice)
+        # The other host's guests too: in a cloud they run on another
+        # machine. Live migrations start new ones, so this runs again
+        # after each.
+        for host in HOSTS:
+            if self.home is not None and host != self.home:
+                for pid in guests(self.new.host_dir(host, 'sandbox')):
+                    lower_guest(pid, nice)
 
     def start(self, name):
         """Start daemon ``name`` from the new environment."""

@@ -14,6 +14,8 @@
 
 import configparser
 import os
+import subprocess
+import sys
 
 import fixtures
 
@@ -191,6 +193,68 @@ class TestServices(base.TestCase):
         with open(seen) as f:
             self.assertEqual(upgrade_services.CONTROL_NICE, int(f.read()))
         self.assertTrue(out[0].startswith('$ nova-manage db sync '), out)
+
+    def guest(self, host, name):
+        """A QEMU stand-in: threads, a session of its own, a pid file.
+
+        The pid file is where ``host``'s libvirtd writes its guests'.
+        """
+        proc = subprocess.Popen(
+            [sys.executable, '-c', 'import threading, time\n'
+             'for _ in range(3):\n'
+             '    threading.Thread(target=time.sleep, args=(60,),\n'
+             '                     daemon=True).start()\n'
+             'print(flush=True)\n'
+             'time.sleep(60)\n'], stdout=subprocess.PIPE,
+            start_new_session=True)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        proc.stdout.readline()      # its threads run
+        os.makedirs(self.new.daemons.run_dir, exist_ok=True)
+        run = os.path.join(self.new.host_dir(host, 'sandbox'), 'private',
+                           'run', 'libvirt', 'qemu')
+        os.makedirs(run, exist_ok=True)
+        with open(os.path.join(run, name + '.pid'), 'w') as f:
+            f.write('%d\n' % proc.pid)
+        return proc.pid
+
+    @staticmethod
+    def nices(pid):
+        return {os.getpriority(os.PRIO_PROCESS, int(tid))
+                for tid in os.listdir('/proc/%d/task' % pid)}
+
+    def test_the_other_hosts_guests_yield_with_every_thread(self):
+        away = self.guest('compute2', 'instance-00000002')
+        here = self.guest('compute1', 'instance-00000001')
+        base_nice = os.getpriority(os.PRIO_PROCESS, 0)
+        self.assertEqual([away], upgrade_services.guests(
+            self.new.host_dir('compute2', 'sandbox')))
+        self.assertEqual(4, len(os.listdir('/proc/%d/task' % away)))
+        # Without a home, no host is another machine's.
+        self.services.yield_cpu()
+        self.assertEqual({base_nice}, self.nices(away))
+        self.services.home = 'compute1'
+        self.services.yield_cpu()
+        self.assertEqual({upgrade_services.CONTROL_NICE}, self.nices(away))
+        self.assertEqual({base_nice}, self.nices(here))
+        if os.path.exists('/proc/self/autogroup'):
+            with open('/proc/%d/autogroup' % away) as f:
+                self.assertTrue(f.read().strip().endswith(
+                    ' nice %d' % upgrade_services.CONTROL_NICE))
+        if os.geteuid() == 0:
+            # The upgrade's end gives them their priority back.
+            self.services.yield_cpu(upgrade_services.HOST_NICE)
+            self.assertEqual({upgrade_services.HOST_NICE}, self.nices(away))
+
+    def test_a_guests_stale_pid_file_is_passed_over(self):
+        run = os.path.join(self.new.host_dir('compute2', 'sandbox'),
+                           'private', 'run', 'libvirt', 'qemu')
+        os.makedirs(run)
+        with open(os.path.join(run, 'instance-00000003.pid'), 'w') as f:
+            f.write('')
+        self.assertEqual([], upgrade_services.guests(
+            self.new.host_dir('compute2', 'sandbox')))
+        self.assertFalse(upgrade_services.lower_guest(2 ** 22 + 1, 19))
 
 
 class TestGroups(base.TestCase):
