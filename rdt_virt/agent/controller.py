@@ -37,8 +37,9 @@ in short:
   (pressure above 1) or a high instance moves less than half of its
   sustained *peak*, the excess is unknown and every active low instance
   goes to the floor at once. So do they, at any pressure, while a high
-  instance is *starved*: below half its peak while wanting (by demand) at
-  least :data:`~rdt_virt.agent.keeping.KEPT` of what it wanted then.
+  instance is *starved*: below half of its peak in proportion to its
+  demand (all of the peak from :data:`~rdt_virt.agent.keeping.KEPT` of
+  the demand it had then; :func:`~rdt_virt.agent.keeping.wants`).
 * **Late-measured**: a low instance active for the first time in a pool
   whose other active low instances are all held, with a high instance
   active, starts at their level at once.
@@ -453,15 +454,14 @@ def decide(members, state, scale, params, now, capacities=None):
                for u in levels}
     peaks = {}
     squeezed = set()
-    starved = set()     # squeezed, and wanting as much as at its peak
+    starved = set()     # below half of what its demand wants of its peak
     for m in [m for m in members.values() if m.priority == HIGH]:
         peak = state.peaks.get(m.uuid, _NO_PEAK)
         if m.domains is not None:
             total = sum(m.domains.values())
             if total < SQUEEZED * peak.learned and seen[m.uuid]:
                 squeezed.add(m.uuid)
-                if m.demand is not None and peak.demand is not None and (
-                        m.demand >= keeping.KEPT * peak.demand):
+                if keeping.starved(m, total, peak, SQUEEZED):
                     starved.add(m.uuid)
             peak = peak.add(total, params.learn_samples, m.demand)
         peaks[m.uuid] = peak
@@ -539,8 +539,8 @@ def decide(members, state, scale, params, now, capacities=None):
         # A starved high instance is no matter of the pressure: the
         # pressure is the total over a capacity that other work on the
         # host (or a capacity learned when the host was idle) makes read
-        # low, while the instance wants as much as at its peak and gets
-        # less than half.
+        # low, while the instance gets less than half of what its demand
+        # wants.
         hungry = sorted(m.uuid for m in highs if m.uuid in starved)
         above = 'pressure above the high watermark' if (
             pressure is not None and pressure >= params.high_watermark) \
@@ -565,7 +565,7 @@ def decide(members, state, scale, params, now, capacities=None):
                               'every active low to the floor' % (
                                   pressure, 'saturated' if pressure >
                                   SATURATED else '%s below half its peak%s'
-                                  % (short[0], ', wanting as much' if
+                                  % (short[0], ' at its demand' if
                                      short[0] in starved else ''),
                                   len(highs)))
                     cut_reasons[dom] = reason

@@ -33,8 +33,11 @@ first sign that the release cost it its share. A lower rate with a lower
 demand is the instance's own doing, not a loss.
 
 *Is it starved?*  Its :class:`Peak` is the highest rate it sustained,
-with the demand it had then; below half of it while wanting at least
-:data:`KEPT` of that demand, it gets less than half of what it wants.
+with the demand it had then. What it wants now is that peak in
+proportion to its demand against the peak's (all of it from :data:`KEPT`
+of that demand on): an instance that resumes in the middle of an
+interval, or works part of the time, wants part of its peak. Below half
+of what it wants, it is starved (:func:`starved`).
 """
 
 import typing
@@ -77,6 +80,31 @@ def active_domains(member, threshold, before=frozenset(), by_demand=False):
         moved = frozenset([d for d, bps in domains.items() if bps > 0])
         return moved or frozenset(before) or frozenset(domains)
     return frozenset()
+
+
+def wants(member, peak):
+    """The rate ``member`` wants, from its :class:`Peak`; None: unknown.
+
+    Its peak, in proportion to its demand against the demand it had at
+    its peak; all of it from :data:`KEPT` of that demand on, as a steady
+    workload's demand varies by a few percent.
+    """
+    if member.demand is None or peak.demand is None:
+        return None
+    if peak.demand <= 0:
+        return peak.learned
+    return peak.learned * min(1.0, member.demand / (KEPT * peak.demand))
+
+
+def starved(member, total, peak, share):
+    """Whether ``member`` moves ``total`` below ``share`` of its wants.
+
+    Only an instance active by its demand: one whose threads were
+    runnable for a tiny part of the interval wants too little to judge.
+    """
+    wanted = wants(member, peak)
+    return (wanted is not None and demand_active(member) and
+            total < share * wanted)
 
 
 def lost(member, given):

@@ -88,8 +88,8 @@ class TestActivity(base.TestCase):
             loop.run(hi(4))
         d = loop.run(hi(1.5), low(2), low(2, uuid=L2))
         self.assertEqual({L1: 10, L2: 10}, loop.levels)
-        self.assertEqual('pressure 0.55: %s below half its peak, wanting as '
-                         'much with 1 active high, every active low to the '
+        self.assertEqual('pressure 0.55: %s below half its peak at its '
+                         'demand with 1 active high, every active low to the '
                          'floor' % H, d.changes[0].reason)
         # And no release while it stays starved.
         for _ in range(10):
@@ -107,6 +107,48 @@ class TestActivity(base.TestCase):
         # A third of the CPU it wanted at its peak: its own doing.
         loop.run(hi(1.5, demand=0.3), low(2), low(2, uuid=L2))
         self.assertEqual({}, loop.levels)
+
+    def test_resumed_within_the_interval_is_starved_at_once(self):
+        # Paused while its neighbours run, then runnable for 64% of the
+        # interval it resumes in: it wants 64/90 of its peak of 4 GB/s
+        # and gets 0.6. The pool reads 0.76, below the high watermark:
+        # starvation alone throttles, at this first interval.
+        loop = Loop()
+        for _ in range(3):
+            loop.run(hi(4))
+        for _ in range(3):
+            loop.run(hi(0, demand=0.0), low(4), low(3, uuid=L2))
+        self.assertEqual({}, loop.levels)
+        d = loop.run(hi(0.6, demand=0.64), low(4), low(3, uuid=L2))
+        self.assertEqual({L1: 10, L2: 10}, loop.levels)
+        self.assertEqual(1, d.reports[0].starved_high)
+        self.assertIn('below half its peak at its demand', d.changes[0].reason)
+
+    def test_working_part_of_the_time_at_its_pace_is_not_starved(self):
+        loop = Loop()
+        for _ in range(3):
+            loop.run(hi(4))
+        # 40% of the CPU and 1.6 GB/s: the pace of its peak, for part of
+        # the time.
+        d = loop.run(hi(1.6, demand=0.4), low(3), low(1, uuid=L2))
+        self.assertEqual({}, loop.levels)
+        self.assertEqual(0, d.reports[0].starved_high)
+
+    def test_what_it_wants(self):
+        peak = keeping.Peak(learned=4 * GB, demand=1.0)
+        self.assertEqual(4 * GB, keeping.wants(hi(1, demand=0.95), peak))
+        self.assertEqual(4 * GB, keeping.wants(hi(1, demand=0.9), peak))
+        self.assertAlmostEqual(2 * GB, keeping.wants(hi(1, demand=0.45),
+                                                     peak))
+        self.assertIsNone(keeping.wants(hi(1, demand=None), peak))
+        self.assertIsNone(keeping.wants(hi(1), keeping.Peak(4 * GB)))
+        self.assertEqual(4 * GB, keeping.wants(
+            hi(1, demand=0.1), keeping.Peak(4 * GB, demand=0.0)))
+        # Too little demand to judge.
+        self.assertFalse(keeping.starved(hi(0, demand=0.01), 0.0, peak,
+                                         ctl.SQUEEZED))
+        self.assertTrue(keeping.starved(hi(0, demand=0.05), 0.0, peak,
+                                        ctl.SQUEEZED))
 
     def test_demand_threshold(self):
         self.assertTrue(keeping.demand_active(hi(0, demand=0.05)))
