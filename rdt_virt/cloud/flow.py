@@ -558,18 +558,10 @@ class Flow(object):
         gn = self.cloud.layout.tool('gnocchi')
 
         # The 5-minute means, which Watcher's Gnocchi audits read.
-        coarse = ('--granularity', str(services.COARSE))
+        coarse = services.COARSE
 
-        def measures(uuid, meter, show=False):
-            rc, text = self.sh(gn, 'measures', 'show', '--resource-id',
-                               uuid, '--refresh', *coarse, meter, '-f',
-                               'json', check=False, show=show)
-            try:
-                # JSON on stdout, Python's warnings after it.
-                return json.JSONDecoder().raw_decode(
-                    text[text.index('['):])[0] if not rc else []
-            except ValueError:
-                return []
+        def measures(uuid, meter):
+            return self._gnocchi_measures(uuid, meter, coarse)
         for name, _ in self.WATCHED:
             uuid = self._show(name)['id']
             # The first 5-minute mean appears once the agents' first
@@ -580,7 +572,7 @@ class Flow(object):
             for meter in ('memory.bandwidth.total',
                           'memory.bandwidth.local', 'cpu_l3_cache'):
                 self.sh(gn, 'measures', 'show', '--resource-id', uuid,
-                        '--refresh', *coarse, meter)
+                        '--refresh', '--granularity', str(coarse), meter)
                 values = [m['value'] for m in measures(uuid, meter)]
                 self.expect(values and all(v > 0 for v in values),
                             'Gnocchi has %s of %s (%s)' % (
