@@ -514,19 +514,33 @@ class Upgrade(object):
 
         :param skip: servers booted or moved in the step, whose series
             start or pause with the move.
+
+        Ceilometer's series of a server whose agent had no values for it
+        at the step's start are not measured: they have no point to miss
+        (:func:`~rdt_virt.cloud.upgrade_checks.without_values`).
         """
         found = {}
+        layout = self.cloud.layout
+        limit = 2 * INTERVALS['agent']
+        unmeasured = checks.without_values(records.prometheus_samples(
+            layout, 'rdt_virt_instance_monitored', start - limit, start),
+            start)
+        if unmeasured:
+            self.out("  Ceilometer's series not measured (no values from "
+                     "the agent at the step's start): %s" % ', '.join(
+                         sorted(unmeasured)))
         for source, metric, label in (
                 ('agent', 'rdt_virt_instance_.*', 'instance_uuid'),
                 ('ceilometer', 'ceilometer_.*', 'resource')):
             limit = 2 * INTERVALS[source]
+            passed = set(skip) | (unmeasured if source == 'ceilometer'
+                                  else set())
             # From before the step: a server whose series stopped for the
             # whole step is measured too.
             series = records.prometheus_series(
-                self.cloud.layout, '{__name__=~"%s"}' % metric,
-                start - limit, end)
+                layout, '{__name__=~"%s"}' % metric, start - limit, end)
             times = {k: v for k, v in checks.by_label(series, label).items()
-                     if k not in skip and v and v[0] < start}
+                     if k not in passed and v and v[0] < start}
             measured, over = checks.gaps(times, start, end, limit)
             failed += ['Prometheus, %s: %s' % (source, o) for o in over]
             found[source] = max(measured.values()) if measured else None

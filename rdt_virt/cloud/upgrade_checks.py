@@ -151,6 +151,28 @@ def by_label(series, label):
     return {k: sorted(v) for k, v in found.items()}
 
 
+def without_values(monitored, at):
+    """Servers whose host's agent had no values for them at ``at``.
+
+    Ceilometer publishes nothing for such a server (the agent's pollsters
+    never turn "no value" into a number): for example a guest that has
+    not run since it moved, whose new monitoring group reads
+    ``Unavailable`` on the kernel ("no traffic yet"). Its Ceilometer
+    series has no point to miss.
+
+    :param monitored: [(labels, [(timestamp, value)])] of
+        ``rdt_virt_instance_monitored`` (1 with values, 0 without).
+    :returns: {instance_uuid} whose last sample at or before ``at`` is 0.
+    """
+    last = {}
+    for labels, points in monitored:
+        uuid = labels.get('instance_uuid')
+        for t, value in points:
+            if uuid and t <= at and (uuid not in last or t >= last[uuid][0]):
+                last[uuid] = (t, value)
+    return {uuid for uuid, (_, value) in last.items() if not value}
+
+
 def gaps(series, start, end, limit):
     """Series with a gap longer than ``limit`` in [start, end].
 

@@ -126,8 +126,8 @@ def agent_counters(layout, host):
             int(values['rdt_virt_agent_writes_total']))
 
 
-def prometheus_series(layout, selector, start, end):
-    """[(labels, [timestamps])] of ``selector``'s raw samples in [start, end].
+def prometheus_samples(layout, selector, start, end):
+    """[(labels, [(timestamp, value)])] of ``selector`` in [start, end].
 
     Prometheus's own HTTP API (no Keystone: the admin's view, on
     loopback), a range vector at ``end``: every scrape that found the
@@ -140,8 +140,17 @@ def prometheus_series(layout, selector, start, end):
         layout.ports['prometheus'], query)
     with urllib.request.urlopen(url, timeout=30) as resp:
         doc = json.load(resp)
-    return [(r['metric'], [float(t) for t, _ in r['values']])
+    return [(r['metric'], [(float(t), float(v)) for t, v in r['values']])
             for r in doc['data']['result']]
+
+
+def prometheus_series(layout, selector, start, end):
+    """[(labels, [timestamps])] of ``selector``'s raw samples in [start, end].
+
+    As :func:`prometheus_samples`, without the values.
+    """
+    return [(labels, [t for t, _ in points]) for labels, points in
+            prometheus_samples(layout, selector, start, end)]
 
 
 class Sampler(threading.Thread):

@@ -44,6 +44,7 @@ from rdt_virt.cloud import ini
 from rdt_virt.cloud import process
 from rdt_virt.cloud import services as layout_mod
 from rdt_virt.cloud import upgrade_plan as plan
+from rdt_virt.emulator import enforce
 from rdt_virt.sandbox import layout as sandbox_layout
 
 
@@ -58,6 +59,8 @@ PASTE = {'glance-api': ('glance', 'glance-api-paste.ini'),
 #: the compute hosts' services and guests.
 CONTROL_NICE, HOST_NICE = 19, 0
 HOSTS = tuple(h for h, _ in layout_mod.COMPUTES)
+#: Seconds a restarted rdt-virt-agent may take to serve its metrics.
+AGENT_READY = 120
 
 
 class UpgradeError(Exception):
@@ -109,12 +112,47 @@ def guests(sandbox):
     return pids
 
 
-def lower_guest(pid, nice):
-    """A guest's QEMU at ``nice``: each of its threads, and its autogroup.
+def nice_share(nice):
+    """The CPU weight of a task at ``nice`` against one at nice 0.
+
+    CFS gives each nice step 1.25 times less weight (the kernel's
+    ``sched_prio_to_weight``: 1024 at 0, 15 at 19).
+    """
+    return 1.25 ** -nice
+
+
+def weigh_guest(pid, nice, cgroup_root='/sys/fs/cgroup', proc='/proc'):
+    """The cgroup of the libvirt domain that runs ``pid``, weighed as ``nice``.
+
+    libvirt puts each guest in a cgroup of its own under the machine
+    partition (``/machine/qemu-N-NAME.libvirt-qemu``). CFS shares the
+    CPUs among the guests' cgroups by their weights (``cpu.shares``,
+    ``cpu.weight``), and a nice value weighs only inside one: a guest at
+    nice 19 still had the weight of any other guest.
+
+    :returns: the cgroup's directory, or None where ``pid`` runs in no
+        domain's cgroup (or it is gone).
+    """
+    backend, _ = enforce.probe(cgroup_root, proc)
+    own = backend.own_cgroup(pid) if backend else None
+    domain = enforce.libvirt_domain(own) if own else None
+    if domain is None:
+        return None
+    path = backend.path(domain)
+    try:
+        backend.set_weight(path, nice_share(nice))
+    except enforce.CgroupError:
+        return None     # a guest that ended meanwhile
+    return path
+
+
+def lower_guest(pid, nice, cgroup_root='/sys/fs/cgroup'):
+    """A guest's QEMU at ``nice``: its threads, autogroup and cgroup.
 
     libvirt daemonizes QEMU into a session of its own, out of the process
     group of the sandbox that runs libvirtd; a nice value set on a process
-    holds for one thread only, and the vCPUs are threads.
+    holds for one thread only, and the vCPUs are threads. Its domain's
+    cgroup gets the weight of that nice value (:func:`weigh_guest`).
     """
     try:
         tids = os.listdir('/proc/%d/task' % pid)
@@ -125,6 +163,7 @@ def lower_guest(pid, nice):
             os.setpriority(os.PRIO_PROCESS, int(tid), nice)
         except (OSError, ValueError):
             pass    # a thread that ended meanwhile
+    weigh_guest(pid, nice, cgroup_root)
     return lower(pid, nice, group=False)
 
 
@@ -286,6 +325,11 @@ class Services(object):
                 env=new.env(), marker=conf)
         elif name.endswith('-rdt-virt-agent'):
             new.start_agent(host)
+            # Serving before nova-compute and the polling agent start,
+            # whose imports would take its CPU time: its series has no
+            # point from its stop until it serves.
+            new.daemons.wait_port(name, layout.ports['agent_prom_%s' % host],
+                                  timeout=AGENT_READY)
         elif name.endswith('-ceilometer-polling'):
             conf = layout.etc('ceilometer', 'ceilometer-%s.conf' % host)
             new.daemons.start(name, [

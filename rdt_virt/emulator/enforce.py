@@ -136,6 +136,16 @@ def desired_shares(profile, members, mb_config):
     return out
 
 
+def _domain_level(path):
+    """(components of *path*, index of its libvirt domain's), or None."""
+    parts = path.strip('/').split('/')
+    for i, name in enumerate(parts):
+        if name.endswith('.libvirt-qemu') or (
+                name.startswith('machine-qemu') and name.endswith('.scope')):
+            return parts, i
+    return None
+
+
 def libvirt_partition(path):
     """The partition above a libvirt domain's cgroup in *path*, or None.
 
@@ -143,12 +153,18 @@ def libvirt_partition(path):
     ``/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu0`` gives
     ``/machine.slice``.
     """
-    parts = path.strip('/').split('/')
-    for i, name in enumerate(parts):
-        if name.endswith('.libvirt-qemu') or (
-                name.startswith('machine-qemu') and name.endswith('.scope')):
-            return '/' + '/'.join(parts[:i])
-    return None
+    found = _domain_level(path)
+    return '/' + '/'.join(found[0][:found[1]]) if found else None
+
+
+def libvirt_domain(path):
+    """The cgroup of the libvirt domain in *path*, or None.
+
+    ``/machine/qemu-1-vm.libvirt-qemu/vcpu0`` gives
+    ``/machine/qemu-1-vm.libvirt-qemu``.
+    """
+    found = _domain_level(path)
+    return '/' + '/'.join(found[0][:found[1] + 1]) if found else None
 
 
 # cgroup I/O ------------------------------------------------------------------
@@ -263,6 +279,9 @@ class CgroupV1(_Backend):
         _write(os.path.join(path, 'cpu.cfs_period_us'), str(PERIOD_US))
         _write(os.path.join(path, 'cpu.cfs_quota_us'),
                str(cfs_quota_us(share)))
+        self.set_weight(path, share)
+
+    def set_weight(self, path, share):
         _write(os.path.join(path, 'cpu.shares'), str(v1_shares(share)))
 
 
@@ -305,6 +324,9 @@ class CgroupV2(_Backend):
     def set_share(self, path, share):
         _write(os.path.join(path, 'cpu.max'),
                '%d %d' % (cfs_quota_us(share), PERIOD_US))
+        self.set_weight(path, share)
+
+    def set_weight(self, path, share):
         _write(os.path.join(path, 'cpu.weight'), str(v2_weight(share)))
 
 

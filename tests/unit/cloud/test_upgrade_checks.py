@@ -154,6 +154,35 @@ class TestByLabel(base.TestCase):
                          checks.by_label(series, 'resource'))
 
 
+class TestWithoutValues(base.TestCase):
+
+    @staticmethod
+    def monitored(uuid, points, host='compute1'):
+        return ({'__name__': 'rdt_virt_instance_monitored',
+                 'instance_uuid': uuid, 'fqdn': host}, points)
+
+    def test_the_last_reading_before_the_step_counts(self):
+        series = [self.monitored('idle', [(0.0, 1.0), (5.0, 0.0)]),
+                  self.monitored('busy', [(0.0, 0.0), (5.0, 1.0)]),
+                  self.monitored('later', [(5.0, 1.0), (15.0, 0.0)])]
+        self.assertEqual({'idle'}, checks.without_values(series, 10.0))
+
+    def test_a_moved_server_is_judged_on_its_new_host(self):
+        # The old host's series stops with the move, the new one's goes on.
+        series = [self.monitored('moved', [(0.0, 1.0), (5.0, 1.0)]),
+                  self.monitored('moved', [(6.0, 0.0), (11.0, 0.0)],
+                                 host='compute2'),
+                  self.monitored('back', [(0.0, 0.0), (5.0, 0.0)]),
+                  self.monitored('back', [(6.0, 1.0)], host='compute2')]
+        self.assertEqual({'moved'}, checks.without_values(series, 12.0))
+
+    def test_series_without_a_server_are_left_out(self):
+        self.assertEqual(set(), checks.without_values(
+            [({'__name__': 'rdt_virt_instance_monitored'}, [(0.0, 0.0)])],
+            10.0))
+        self.assertEqual(set(), checks.without_values([], 10.0))
+
+
 class TestRates(base.TestCase):
 
     def test_rates_between_samples(self):

@@ -12,8 +12,12 @@
 
 """The upgrade's readers of the hosts' files, on fixture trees."""
 
+import http.server
+import json
 import os
+import threading
 import time
+import urllib.parse
 
 import fixtures
 
@@ -88,6 +92,57 @@ class TestExporter(base.TestCase):
     def test_an_exporter_that_does_not_answer(self):
         self.assertIsNone(records.exporter('file:///nonexistent/metrics',
                                            ('x',)))
+
+
+class TestPrometheus(base.TestCase):
+    """Raw samples from Prometheus's query API, as it answers."""
+
+    def setUp(self):
+        super().setUp()
+        self.queries = []
+        test = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                test.queries.append(urllib.parse.parse_qs(
+                    urllib.parse.urlsplit(self.path).query))
+                body = json.dumps({'status': 'success', 'data': {
+                    'resultType': 'matrix', 'result': [
+                        {'metric': {'__name__': 'rdt_virt_instance_monitored',
+                                    'instance_uuid': 'u1'},
+                         'values': [[100.5, '1'], [105.5, '0']]}]}})
+                self.send_response(200)
+                self.send_header('Content-Type', 'application/json')
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(('127.0.0.1', 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.layout = services.Layout('/nonexistent', {
+            'prometheus': server.server_address[1]})
+
+    def test_samples_with_their_values(self):
+        found = records.prometheus_samples(
+            self.layout, 'rdt_virt_instance_monitored', 90.0, 110.0)
+        self.assertEqual([({'__name__': 'rdt_virt_instance_monitored',
+                            'instance_uuid': 'u1'},
+                           [(100.5, 1.0), (105.5, 0.0)])], found)
+        # A range vector over the window, at its end: raw scrapes only.
+        self.assertEqual(['rdt_virt_instance_monitored[20s]'],
+                         self.queries[0]['query'])
+        self.assertEqual(['110.000'], self.queries[0]['time'])
+
+    def test_series_are_the_samples_times(self):
+        self.assertEqual(
+            [({'__name__': 'rdt_virt_instance_monitored',
+               'instance_uuid': 'u1'}, [100.5, 105.5])],
+            records.prometheus_series(self.layout, 'x', 90.0, 110.0))
 
 
 class TestSampler(base.TestCase):

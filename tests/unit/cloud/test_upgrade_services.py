@@ -20,10 +20,12 @@ import sys
 import fixtures
 
 from rdt_virt.cloud import cloud as cloud_mod
+from rdt_virt.cloud import process
 from rdt_virt.cloud import upgrade
 from rdt_virt.cloud import upgrade_plan as plan
 from rdt_virt.cloud import upgrade_services
 from tests import base
+from tests.unit.emulator import test_enforce
 
 
 class TestServices(base.TestCase):
@@ -255,6 +257,86 @@ class TestServices(base.TestCase):
         self.assertEqual([], upgrade_services.guests(
             self.new.host_dir('compute2', 'sandbox')))
         self.assertFalse(upgrade_services.lower_guest(2 ** 22 + 1, 19))
+
+
+class TestGuestWeight(base.TestCase):
+    """The other host's guests weigh as little as their nice value says."""
+
+    DOMAIN = '/machine/qemu-5-instance-00000002.libvirt-qemu'
+
+    def cgroups(self, version):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        fake = test_enforce.FakeCgroups(tmp, version)
+        fake.place(4242, self.DOMAIN + '/emulator')
+        return fake
+
+    def test_the_domains_cgroup_weighs_as_a_task_at_that_nice(self):
+        for version, name, lowest, default in ((1, 'cpu.shares', 15, 1024),
+                                               (2, 'cpu.weight', 1, 100)):
+            fake = self.cgroups(version)
+            path = upgrade_services.weigh_guest(
+                4242, upgrade_services.CONTROL_NICE, fake.cgroup, fake.proc)
+            # The domain's, above its emulator and vCPU cgroups: those
+            # weigh only against each other.
+            self.assertEqual(os.path.join(fake.mount,
+                                          self.DOMAIN.lstrip('/')), path)
+            self.assertEqual(str(lowest),
+                             fake.read(self.DOMAIN + '/' + name))
+            upgrade_services.weigh_guest(4242, upgrade_services.HOST_NICE,
+                                         fake.cgroup, fake.proc)
+            self.assertEqual(str(default),
+                             fake.read(self.DOMAIN + '/' + name))
+
+    def test_a_process_in_no_domains_cgroup_is_left_alone(self):
+        fake = self.cgroups(1)
+        fake.place(4343, '/user.slice/session-1.scope')
+        self.assertIsNone(upgrade_services.weigh_guest(4343, 19, fake.cgroup,
+                                                       fake.proc))
+        self.assertFalse(fake.exists('/user.slice/session-1.scope/'
+                                     'cpu.shares'))
+        self.assertIsNone(upgrade_services.weigh_guest(4444, 19, fake.cgroup,
+                                                       fake.proc))
+
+
+class TestAgentStart(base.TestCase):
+    """An upgraded agent serves before the host's other services start."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.bin = os.path.join(tmp, 'bin')
+        os.makedirs(self.bin)
+        self.new = cloud_mod.Cloud(os.path.join(tmp, 'cloud'),
+                                   venv_bin=self.bin)
+        os.makedirs(self.new.daemons.log_dir)    # the cloud's up made it
+        self.port = process.free_port()
+        self.new.layout.ports = {'agent_prom_compute2': self.port}
+        self.services = upgrade_services.Services(self.new, self.bin)
+        self.addCleanup(self.new.daemons.stop, 'compute2-rdt-virt-agent')
+
+    def agent(self, body):
+        path = os.path.join(self.bin, 'rdt-virt-agent')
+        with open(path, 'w') as f:
+            f.write('#!%s\nimport socket, sys, time\n%s' % (
+                sys.executable, body))
+        os.chmod(path, 0o755)
+
+    def test_the_agent_listens_once_its_start_returns(self):
+        # Its imports and privsep daemon take a while before it serves.
+        self.agent('time.sleep(1.0)\n'
+                   's = socket.socket()\n'
+                   's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n'
+                   's.bind(("127.0.0.1", %d))\n'
+                   's.listen()\n'
+                   'time.sleep(60)\n' % self.port)
+        self.assertFalse(process.port_open('127.0.0.1', self.port))
+        self.services._start('compute2-rdt-virt-agent')
+        self.assertTrue(process.port_open('127.0.0.1', self.port))
+
+    def test_an_agent_that_exits_before_it_serves_fails_the_step(self):
+        self.agent('sys.exit("no resctrl")\n')
+        self.assertRaises(process.ProcessError, self.services._start,
+                          'compute2-rdt-virt-agent')
 
 
 class TestGroups(base.TestCase):

@@ -83,6 +83,15 @@ class MappingTest(base.TestCase):
             '/qemu-2-vm.libvirt-qemu/emulator'))
         self.assertIsNone(enforce.libvirt_partition('/user.slice'))
 
+    def test_libvirt_domain(self):
+        self.assertEqual('/machine/qemu-1-protected.libvirt-qemu',
+                         enforce.libvirt_domain(VCPU))
+        self.assertEqual(
+            '/machine.slice/machine-qemu\\x2d1\\x2dvm.scope',
+            enforce.libvirt_domain('/machine.slice/machine-qemu\\x2d1'
+                                   '\\x2dvm.scope/libvirt/emulator'))
+        self.assertIsNone(enforce.libvirt_domain('/user.slice/x'))
+
 
 class FakeCgroups(object):
     """A cgroup tree and /proc in plain directories.
