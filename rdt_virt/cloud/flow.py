@@ -755,8 +755,17 @@ class Flow(object):
         self.expect(source == 'compute2', 'protected runs on compute2')
         self.os('server', 'migrate', '--live-migration', '--host',
                 'compute1', '--wait', 'protected', check=False)
-        server = self.wait('the live migration to end', lambda: self._settled(
-            'protected'), timeout=300)
+
+        def ended():
+            # Nova's source compute records the migration's end after the
+            # destination has taken the server over: wait for both.
+            server = self._settled('protected')
+            latest = server and self.os(
+                'server', 'migration', 'list', '--server', 'protected',
+                parse=True, show=False)[0]
+            return server if latest and latest['Status'] in (
+                'completed', 'error', 'failed', 'cancelled') else None
+        server = self.wait('the live migration to end', ended, timeout=300)
         moved = time.time()
         migration = self._migrations('protected')[0]
         self.expect(server['OS-EXT-SRV-ATTR:host'] == 'compute1' and
