@@ -760,9 +760,9 @@ class Flow(object):
             # Nova's source compute records the migration's end after the
             # destination has taken the server over: wait for both.
             server = self._settled('protected')
-            latest = server and self.os(
+            latest = server and (self.os(
                 'server', 'migration', 'list', '--server', 'protected',
-                parse=True, show=False)[0]
+                parse=True, show=False) or [None])[0]
             return server if latest and latest['Status'] in (
                 'completed', 'error', 'failed', 'cancelled') else None
         server = self.wait('the live migration to end', ended, timeout=300)
