@@ -701,12 +701,14 @@ class Flow(object):
     def _host_of(self, name):
         return self._show(name)['OS-EXT-SRV-ATTR:host']
 
-    def _migrations(self, name):
-        self.table('server', 'migration', 'list', '--server', name, '-c',
-                   'Source Compute', '-c', 'Dest Compute', '-c', 'Status',
-                   '-c', 'Type')
+    def _migrations(self, name, show=True):
+        """``name``'s migrations, newest first (shown as a table)."""
+        if show:
+            self.table('server', 'migration', 'list', '--server', name,
+                       '-c', 'Source Compute', '-c', 'Dest Compute', '-c',
+                       'Status', '-c', 'Type')
         return self.os('server', 'migration', 'list', '--server', name,
-                       parse=True, show=False)
+                       parse=True, show=False) or []
 
     def _settled(self, name):
         """The server once no task runs on it (ACTIVE, or ERROR raises)."""
@@ -760,9 +762,8 @@ class Flow(object):
             # Nova's source compute records the migration's end after the
             # destination has taken the server over: wait for both.
             server = self._settled('protected')
-            latest = server and (self.os(
-                'server', 'migration', 'list', '--server', 'protected',
-                parse=True, show=False) or [None])[0]
+            latest = (server and self._migrations('protected', show=False)
+                      or [None])[0]
             return server if latest and latest['Status'] in (
                 'completed', 'error', 'failed', 'cancelled') else None
         server = self.wait('the live migration to end', ended, timeout=300)

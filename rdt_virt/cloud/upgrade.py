@@ -521,10 +521,9 @@ class Upgrade(object):
         """
         found = {}
         layout = self.cloud.layout
-        limit = 2 * INTERVALS['agent']
         unmeasured = checks.without_values(records.prometheus_samples(
-            layout, 'rdt_virt_instance_monitored', start - limit, start),
-            start)
+            layout, 'rdt_virt_instance_monitored',
+            start - 2 * INTERVALS['agent'], start), start)
         if unmeasured:
             self.out("  Ceilometer's series not measured (no values from "
                      "the agent at the step's start): %s" % ', '.join(
