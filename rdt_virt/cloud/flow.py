@@ -193,8 +193,9 @@ class Flow(object):
                                   capture_output=True,
                                   stdin=subprocess.DEVNULL, text=True)
             code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-        self.commands.append((time.monotonic() - start, ' '.join(argv)))
-        self._record(start, code, argv)
+        took = time.monotonic() - start
+        self.commands.append((took, ' '.join(argv)))
+        self._record(start, took, code, argv)
         text = stdout + stderr
         if show and not parse:
             self.out(text.rstrip())
@@ -206,7 +207,7 @@ class Flow(object):
             return json.loads(stdout) if stdout.strip() else None
         return code, text
 
-    def _record(self, start, code, argv):
+    def _record(self, start, took, code, argv):
         """One line of ``commands.tsv``: where each command's time went.
 
         Its start (seconds into the flow), seconds, exit code, step and
@@ -214,7 +215,7 @@ class Flow(object):
         """
         with open(os.path.join(self.work, 'commands.tsv'), 'a') as f:
             f.write('%.1f\t%.2f\t%d\t%s\t%s\n' % (
-                start - self.started, time.monotonic() - start, code,
+                start - self.started, took, code,
                 self.current, ' '.join(argv)))
 
     def _worker(self, tool):
