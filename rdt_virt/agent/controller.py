@@ -674,6 +674,7 @@ def decide(members, state, scale, params, now, capacities=None):
             starved_high=len(hungry))
     levelgroups.in_place(throttle_votes, pending, levels)
     changes = []
+    no_closid = set()           # domains whose release needs a CLOSID
     for uuid, (new, dom) in sorted(throttle_votes.items()):
         old = levels.get(uuid)
         levels[uuid] = new
@@ -685,6 +686,7 @@ def decide(members, state, scale, params, now, capacities=None):
             reason += (' (no free CLOSID for a new level: level %d changed '
                        'in place)' % pending[uuid][0])
         changes.append(Change(uuid, dom, old, new, reason))
+    steps = {}                  # uuid -> (domain, level, released)
     for uuid, doms in sorted(release_ok.items()):
         m = members[uuid]
         if uuid in throttle_votes or hold_for.get(uuid) or (
@@ -692,7 +694,16 @@ def decide(members, state, scale, params, now, capacities=None):
             continue
         dom = min(doms)
         old = levels[uuid]
-        new = released(m, old, reports[dom].capacity)
+        steps[uuid] = (dom, old, released(m, old, reports[dom].capacity))
+    moving = levelgroups.whole_levels(steps, levels)
+    for uuid, (dom, old, new) in sorted(steps.items()):
+        if new is not None and old not in moving:
+            new = levelgroups.snap_up(
+                new, old, [v for u, v in levels.items() if u != uuid],
+                scale)
+            if new == old:
+                no_closid.add(dom)
+                continue
         if new is None:
             del levels[uuid]
         else:
@@ -710,6 +721,11 @@ def decide(members, state, scale, params, now, capacities=None):
                     'pressure above the high watermark, no step left (no '
                     'free CLOSID for a level, and a level in use cannot '
                     'change in place)'))
+        elif dom in no_closid:
+            reports[dom] = dataclasses.replace(
+                reports[dom], decision=HOLD, reason=(
+                    reports[dom].reason + ', but no free CLOSID for a '
+                    'higher level'))
     # The held instances where they have a say, as above, counted in one
     # pass over the levels.
     everywhere = 0

@@ -51,6 +51,47 @@ def snap(value, current, in_use, scale, floor):
     return value, True
 
 
+def snap_up(value, current, others, scale):
+    """A released level within the limit on distinct levels.
+
+    A release step that needs a level nobody else is at takes a CLOSID
+    for its group. Without one free, the planner could not put the
+    instance there, and would send its threads to the default group: a
+    whole release at once, which also leaves the level it came from
+    without every holder, so that level can no longer go down in place.
+    The step stops at the highest level there is on the way instead, or
+    holds.
+
+    :param others: the levels of the other held instances.
+    :returns: the level, ``current`` to hold.
+    """
+    if not scale.shared or scale.max_levels is None or value in others or (
+            value in scale.existing or
+            len(set(others) | {value}) <= scale.max_levels):
+        return value
+    there = set(others) | set(scale.existing)
+    between = [v for v in there if current < v < value]
+    return max(between) if between else current
+
+
+def whole_levels(steps, levels):
+    """Levels whose every holder is released to one same level.
+
+    Such a level's group can take the new value in place, as a whole
+    level going down does (:func:`stand_ins`): it needs no CLOSID.
+
+    :param steps: ``{uuid: (domain, level, released level or None)}``.
+    :param levels: ``{uuid: level}`` before the release.
+    """
+    targets = {}
+    for uuid, level in levels.items():
+        step = steps.get(uuid)
+        targets.setdefault(level, set()).add(
+            step[2] if step is not None else level)
+    return {level for level, to in targets.items()
+            if len(to) == 1 and None not in to and level not in to}
+
+
 def in_place(votes, pending, levels):
     """Keep the in-place votes whose whole level goes down together.
 

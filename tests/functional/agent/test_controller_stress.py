@@ -109,8 +109,14 @@ class TestWithoutAFreeClosid(test_controller.ControllerCase):
         # there, into one shared group.
         self.flags(controller_floor=20.0, group='rdt_agent')
         self.agent = self.new_agent()
-        self.boot_classed('high')
+        guests = [self.boot_classed('high')]
         lows = [self.boot_classed('low') for _ in range(3)]
+        # All on one CPU, so in one pool: a low guest measured only where
+        # the high one is not would be released there, and its level
+        # could not go down in place for the others.
+        for uuid in guests + lows:
+            for tid in self.host.tids(uuid):
+                os.sched_setaffinity(tid, {0})
         self.agent.tick()
         self.until(lambda d: all(self.level(d, u) == 20 for u in lows),
                    'level 20')

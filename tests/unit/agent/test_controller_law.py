@@ -24,6 +24,7 @@ from rdt_virt.agent import protection
 from rdt_virt.agent import sampler
 from tests import base
 from tests.unit.agent import fakes as f
+from tests.unit.agent import test_controller
 from tests.unit.agent.test_controller import GB
 from tests.unit.agent.test_controller import H
 from tests.unit.agent.test_controller import L1
@@ -380,6 +381,51 @@ class TestNoFreeClosid(base.TestCase):
         loop = Loop(scale=scale)
         loop.run(hi(3), low(9))
         self.assertEqual({L1: 20}, loop.levels)
+
+    def _apart(self, scale, params=None):
+        """L1, L2 and L3 held at 20%, L1 active on domain 1 only.
+
+        No high instance is active there: domain 1 releases L1, while
+        domain 0 holds L2 and L3.
+        """
+        loop = Loop(scale=scale, params=params or test_controller.PARAMS)
+        loop.state = ctl.State({L1: 20, L2: 20, L3: 20}, held_on={
+            L1: frozenset({1}), L2: frozenset({0}), L3: frozenset({0})})
+        # Domain 0: 3 + 2 + 2 of 10 GB/s, between the watermarks.
+        return loop, loop.run(hi(3), low(3, dom=1), low(2, uuid=L2),
+                              low(2, uuid=L3))
+
+    def test_a_release_opens_no_level_without_a_closid(self):
+        # 30% would need a group of its own, and no CLOSID is free: the
+        # planner would have sent L1's threads to the default group, and
+        # level 20 could no longer go down in place for L2 and L3.
+        loop, d = self._apart(dataclasses.replace(PCT, max_levels=1))
+        self.assertEqual({L1: 20, L2: 20, L3: 20}, loop.levels)
+        self.assertEqual(0, len(d.changes))
+        self.assertEqual(ctl.HOLD, d.reports[1].decision)
+        self.assertIn('no free CLOSID for a higher level',
+                      d.reports[1].reason)
+        # With one free, it goes.
+        loop, d = self._apart(dataclasses.replace(PCT, max_levels=2))
+        self.assertEqual({L1: 30, L2: 20, L3: 20}, loop.levels)
+        self.assertEqual(ctl.RELEASE, d.reports[1].decision)
+
+    def test_a_release_stops_at_a_level_there_is(self):
+        scale = dataclasses.replace(PCT, max_levels=1,
+                                    existing=frozenset({30}))
+        params = dataclasses.replace(test_controller.PARAMS, increase=20.0)
+        loop, d = self._apart(scale, params)
+        self.assertEqual({L1: 30, L2: 20, L3: 20}, loop.levels)
+        self.assertEqual((20, 30), (d.changes[0].old, d.changes[0].new))
+
+    def test_a_whole_level_goes_up_in_place(self):
+        # Every holder of level 20 goes to 30: its group takes the new
+        # value, no CLOSID needed.
+        loop = Loop(scale=dataclasses.replace(PCT, max_levels=1))
+        loop.state = ctl.State({L1: 20, L2: 20})
+        d = loop.run(low(3), low(2, uuid=L2))
+        self.assertEqual({L1: 30, L2: 30}, loop.levels)
+        self.assertEqual(ctl.RELEASE, d.reports[0].decision)
 
 
 class TestDemand(base.TestCase):
