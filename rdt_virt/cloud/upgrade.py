@@ -60,6 +60,8 @@ PREFIX = 'rdtvirt-'
 #: Seconds between two readings of the groups' threads, of the
 #: protected server's work, and of a restarted agent's counters.
 THREADS_EVERY, WORK_EVERY, AGENT_EVERY = 2.0, 5.0, 0.5
+#: Seconds between two looks for the other host's new guests.
+GUESTS_EVERY = 1.0
 #: The protected server's rate is compared per window of this many
 #: seconds; before the upgrade, over this many windows.
 WINDOW, BASELINE_WINDOWS = 20.0, 6
@@ -304,12 +306,13 @@ class Upgrade(object):
         start = time.time()
         threads = records.Sampler(self.threads_now, THREADS_EVERY)
         work = records.Sampler(self.work, WORK_EVERY)
+        others = records.Sampler(self.services.lower_guests, GUESTS_EVERY)
         agent = None
         if step.kind == plan.COMPUTE:
             agent = records.Sampler(
                 lambda: records.agent_counters(self.cloud.layout, step.host),
                 AGENT_EVERY)
-        for sampler in (threads, work):
+        for sampler in (threads, work, others):
             sampler.start()
         try:
             if step.kind == plan.MIXED:
@@ -320,6 +323,7 @@ class Upgrade(object):
                 self.restart(step, agent)
             time.sleep(SETTLE)
         finally:
+            others.stop()
             taken = {'threads': threads.stop(), 'work': work.stop(),
                      'agent': agent.stop() if agent else []}
         end = time.time()

@@ -271,9 +271,16 @@ class Services(object):
             pid = self.new.daemons.pid(name) if ext == '.pid' else None
             if pid and elsewhere(name, self.home):
                 lower(pid, nice)
-        # The other host's guests too: in a cloud they run on another
-        # machine. Live migrations start new ones, so this runs again
-        # after each.
+        self.lower_guests(nice)
+
+    def lower_guests(self, nice=CONTROL_NICE):
+        """The other host's guests at ``nice``: another machine's, in a cloud.
+
+        A boot, a resize or a live migration starts a new QEMU there, which
+        runs at libvirt's default weight until this runs again: the upgrade
+        calls it every second of each step (a live migration's destination
+        works from the migration's start).
+        """
         for host in HOSTS:
             if self.home is not None and host != self.home:
                 for pid in guests(self.new.host_dir(host, 'sandbox')):

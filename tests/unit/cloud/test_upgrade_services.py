@@ -248,6 +248,19 @@ class TestServices(base.TestCase):
             self.services.yield_cpu(upgrade_services.HOST_NICE)
             self.assertEqual({upgrade_services.HOST_NICE}, self.nices(away))
 
+    def test_a_guest_started_during_a_step_yields_at_the_next_look(self):
+        # What a boot or a live migration's destination starts on the
+        # other host, after the step's first look.
+        self.services.home = 'compute1'
+        self.services.lower_guests()
+        base_nice = os.getpriority(os.PRIO_PROCESS, 0)
+        away = self.guest('compute2', 'instance-00000004')
+        here = self.guest('compute1', 'instance-00000005')
+        self.assertEqual({base_nice}, self.nices(away))
+        self.services.lower_guests()
+        self.assertEqual({upgrade_services.CONTROL_NICE}, self.nices(away))
+        self.assertEqual({base_nice}, self.nices(here))
+
     def test_a_guests_stale_pid_file_is_passed_over(self):
         run = os.path.join(self.new.host_dir('compute2', 'sandbox'),
                            'private', 'run', 'libvirt', 'qemu')
