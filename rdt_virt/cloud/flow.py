@@ -752,7 +752,15 @@ class Flow(object):
         noisy ones, once one of them gives its CLOSID back; then a noisy
         server, whose bandwidth limit needs MBA, is refused compute2.
         """
+        freed = self._show('noisy-%d' % NOISY)['id']
         self.os('server', 'delete', '--wait', 'noisy-%d' % NOISY)
+        # The API forgets a deleted server before its compute host gives
+        # its allocation back to Placement: a migration asked for in
+        # between finds no CLOSID on compute1 ("No valid host").
+        self.wait("noisy-%d's allocation to go" % NOISY,
+                  lambda: not self.os('resource', 'provider', 'allocation',
+                                      'show', freed, parse=True, show=False),
+                  timeout=60, interval=1)
         uuid = self._show('protected')['id']
         source = self._host_of('protected')
         self.expect(source == 'compute2', 'protected runs on compute2')
