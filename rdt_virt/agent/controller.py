@@ -70,6 +70,7 @@ every domain the instance has been active on since it was first throttled
 to agree (unpinned vCPUs move between sockets and take their level along).
 """
 
+import collections
 import dataclasses
 import typing
 
@@ -695,15 +696,19 @@ def decide(members, state, scale, params, now, capacities=None):
         dom = min(doms)
         old = levels[uuid]
         steps[uuid] = (dom, old, released(m, old, reports[dom].capacity))
-    moving = levelgroups.whole_levels(steps, levels)
+    limited = scale.shared and scale.max_levels is not None
+    moving = levelgroups.whole_levels(steps, levels) if limited else ()
+    held = collections.Counter(levels.values()) if limited else None
     for uuid, (dom, old, new) in sorted(steps.items()):
-        if new is not None and old not in moving:
-            new = levelgroups.snap_up(
-                new, old, [v for u, v in levels.items() if u != uuid],
-                scale)
+        if limited and new is not None and old not in moving:
+            new = levelgroups.snap_up(new, old, held, scale)
             if new == old:
                 no_closid.add(dom)
                 continue
+        if held is not None:
+            held[old] -= 1
+            if new is not None:
+                held[new] += 1
         if new is None:
             del levels[uuid]
         else:

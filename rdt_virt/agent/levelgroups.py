@@ -51,7 +51,7 @@ def snap(value, current, in_use, scale, floor):
     return value, True
 
 
-def snap_up(value, current, others, scale):
+def snap_up(value, current, held, scale):
     """A released level within the limit on distinct levels.
 
     A release step that needs a level nobody else is at takes a CLOSID
@@ -62,14 +62,16 @@ def snap_up(value, current, others, scale):
     The step stops at the highest level there is on the way instead, or
     holds.
 
-    :param others: the levels of the other held instances.
+    :param held: ``{level: held instances}`` of every held instance, this
+        one (at ``current``) included.
     :returns: the level, ``current`` to hold.
     """
+    others = {v for v, n in held.items() if n > (v == current)}
     if not scale.shared or scale.max_levels is None or value in others or (
             value in scale.existing or
-            len(set(others) | {value}) <= scale.max_levels):
+            len(others | {value}) <= scale.max_levels):
         return value
-    there = set(others) | set(scale.existing)
+    there = others | set(scale.existing)
     between = [v for v in there if current < v < value]
     return max(between) if between else current
 

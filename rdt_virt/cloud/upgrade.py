@@ -416,7 +416,6 @@ class Upgrade(object):
              MIXED, check=False)
         server = f.wait('the live migration to end',
                         lambda: f._settled(MIXED), timeout=300)
-        self.services.yield_cpu()
         self.expect(server['OS-EXT-SRV-ATTR:host'] == dest,
                     'mixed is live-migrated from %s to %s' % (source, dest))
         try:
@@ -451,8 +450,6 @@ class Upgrade(object):
                  s['Name'], check=False)
             server = f.wait('%s to move' % s['Name'],
                             lambda n=s['Name']: f._settled(n), timeout=300)
-            # Its new QEMU: another machine's guest, in a cloud.
-            self.services.yield_cpu()
             self.expect(server['OS-EXT-SRV-ATTR:host'] == other,
                         '%s is live-migrated to %s' % (s['Name'], other))
             moved.append(s['Name'])
