@@ -23,6 +23,7 @@ rdt-virt-agent's controller already holds at the floor. All take the
 :class:`~rdt_virt.cloud.flow.Flow`.
 """
 
+import os
 import time
 
 from rdt_virt.agent import state as state_mod
@@ -52,6 +53,17 @@ FLOOR = 10
 # low watermark (controller_low_watermark); the class audit reads the
 # host as pressed from there on, as the agent does.
 HELD_PRESSURE = 0.6
+# A pressure the audit on the Prometheus path can read the host as pressed
+# at: the low watermark, or less where the host reads lower. A learned
+# capacity is the highest total the host sustained so far, so a host that
+# ran busier work before (the upgraded cloud's compute1) reads a lower
+# pressure for the same servers. The threshold is then this share of what
+# the strategy's own query reads just before the audit, and an audit with
+# a threshold REFUSED times that reading must recommend nothing: the
+# pressure gates the move on either side of the reading.
+ACTS_AT, REFUSED = 0.8, 1.5
+# The least reading to gate on: the low servers burn memory bandwidth.
+MIN_PRESSURE = 0.2
 # The agent's label of an instance's series.
 INSTANCE_LABEL = promql.INSTANCE_LABEL
 # The class audit's window on Prometheus (5 s scrapes): half a minute in
@@ -261,10 +273,19 @@ def loop(flow, bandwidth_threshold):
     # Gnocchi's 5-minute points are what needs the longer period above),
     # and the host's pressure, which only this path has.
     source = prometheus_datasource()
-    _, other = _audit(flow, {'period': 300,
-                             'bandwidth_threshold': bandwidth_threshold,
-                             'pressure_threshold': HELD_PRESSURE,
-                             'datasources': source})
+    acts, refused = _pressure_gate(flow, host, 300)
+    params = {'period': 300, 'bandwidth_threshold': bandwidth_threshold,
+              'datasources': source}
+    start = _log_size(flow)
+    plans = _one_audit(flow, dict(params, pressure_threshold=refused))
+    said = _decision_log(flow, start)
+    flow.expect(not any(p['State'] == 'RECOMMENDED' for p in plans) and
+                any('%s: memory bandwidth pressure' % host in line and
+                    'under the threshold' in line for line in said),
+                'the audit on %s with pressure_threshold=%s recommends '
+                'nothing: %s\'s pressure is under it' % (source, refused,
+                                                         host))
+    _, other = _audit(flow, dict(params, pressure_threshold=acts))
     _expect_one_low_moved(flow, other, (NOISIEST,))
     _agree(flow, migrations[0], other[0], source)
     flow.os('optimize', 'actionplan', 'start', plan)
@@ -282,6 +303,50 @@ def loop(flow, bandwidth_threshold):
              '(%s)' % (before / 2.0 ** 20, after / 2.0 ** 20,
                        'both hosts share this machine\'s two cores'))
     flow.os('server', 'delete', '--wait', *LOW)
+
+
+def pressure_thresholds(reading, held=HELD_PRESSURE):
+    """(a threshold the audit acts at, one it must not) for ``reading``.
+
+    ``reading``: the host's pressure as the strategy reads it. None when
+    there is none, or when it is under :data:`MIN_PRESSURE`, too little to
+    gate on.
+    """
+    if reading is None or reading < MIN_PRESSURE:
+        return None
+    return (round(min(held, ACTS_AT * reading), 3),
+            round(REFUSED * reading, 3))
+
+
+def _pressure_gate(flow, host, period):
+    """:func:`pressure_thresholds` of what the strategy reads of ``host``.
+
+    Shown with the capacities the agent divides by, as its state file has
+    them.
+    """
+    result = flow_prometheus.prom_query(flow, promql.by_domain(
+        promql.PRESSURE, prometheus.FQDN_LABEL, host, period))
+    values = [float(r['value'][1]) for r in result]
+    reading = max(values) if values else None
+    try:
+        domains = state_mod.load(flow.cloud.host_dir(
+            host, 'host-state.json'))['host']['controller']['domains']
+    except (OSError, KeyError, TypeError, exception.InvalidStateFile):
+        domains = {}
+    capacities = ', '.join(
+        'domain %s: %.2f GB/s (%s)' % (d, v['capacity_bps'] / 1e9,
+                                       v.get('capacity_source'))
+        for d, v in sorted(domains.items()) if v.get('capacity_bps'))
+    thresholds = pressure_thresholds(reading)
+    flow.expect(thresholds is not None,
+                '%s\'s memory bandwidth pressure over the last %d s is %s '
+                '(at least %.1f: its servers burn memory bandwidth), against '
+                'a capacity of %s' % (
+                    host, period, 'unknown' if reading is None else
+                    '%.2f' % reading, MIN_PRESSURE, capacities or 'none'))
+    flow.out('  the audit acts at a pressure of %.3g and not at %.3g' %
+             thresholds)
+    return thresholds
 
 
 def _at_floor_in_window(flow, uuid):
@@ -361,8 +426,8 @@ def classes(flow, bandwidth_threshold):
     plan, migrations = _audit(flow, {
         'period': CLASS_PERIOD, 'granularity': CLASS_PERIOD,
         'bandwidth_threshold': bandwidth_threshold, 'floor': FLOOR,
-        'pressure_threshold': HELD_PRESSURE, 'datasources': source},
-        tries=3)
+        'pressure_threshold': _pressure_gate(flow, host, CLASS_PERIOD)[0],
+        'datasources': source}, tries=3)
     _decision_log(flow)
     _expect_one_low_moved(flow, migrations, lows)
     flow.os('optimize', 'actionplan', 'start', plan)
@@ -402,15 +467,31 @@ def classes(flow, bandwidth_threshold):
                 moved[0])
 
 
-def _decision_log(flow):
-    """The strategy's lines about the hosts, from the decision engine."""
+def _log_size(flow):
+    """Where the decision engine's log ends now."""
+    try:
+        return os.path.getsize(
+            flow.cloud.daemons.log_file('watcher-decision-engine'))
+    except OSError:
+        return 0
+
+
+def _decision_log(flow, start=0):
+    """The strategy's lines about the hosts, from the decision engine.
+
+    The last ten written from byte ``start`` of its log on; shown, and
+    returned.
+    """
     try:
         with open(flow.cloud.daemons.log_file('watcher-decision-engine'),
-                  errors='replace') as f:
-            lines = [line.rstrip() for line in f
-                     if 'watcher_plugin' in line or ' on compute' in line
-                     or ' ERROR ' in line]
+                  'rb') as f:
+            f.seek(start)
+            text = f.read().decode(errors='replace')
     except OSError:
-        return
-    for line in lines[-10:]:
+        return []
+    lines = [line.rstrip() for line in text.splitlines()
+             if 'watcher_plugin' in line or ' on compute' in line
+             or ' ERROR ' in line][-10:]
+    for line in lines:
         flow.out('  decision engine: ' + line[-200:])
+    return lines

@@ -63,8 +63,10 @@ THREADS_EVERY, WORK_EVERY, AGENT_EVERY = 2.0, 5.0, 0.5
 #: Seconds between two looks for the other host's new guests.
 GUESTS_EVERY = 1.0
 #: The protected server's rate is compared per window of this many
-#: seconds; before the upgrade, over this many windows.
-WINDOW, BASELINE_WINDOWS = 20.0, 6
+#: seconds; before the upgrade, over this many windows: as many as the
+#: longest step has (compute1's, with its live migrations, about 180 s),
+#: so that the baseline's lowest window is the lowest of as long a time.
+WINDOW, BASELINE_WINDOWS = 20.0, 9
 #: Seconds each step goes on after its services answer, so that its
 #: window holds the series' first points after the restarts.
 SETTLE = 30.0

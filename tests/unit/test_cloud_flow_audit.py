@@ -140,3 +140,58 @@ class TestNoisiestInGnocchi(base.TestCase):
             'u2': [measure(1.0), measure(9.0)]}))
         self.assertEqual('low-1', self.noisiest({
             'u1': [measure(6.0)], 'u2': [measure(1.0), measure(9.0)]}))
+
+
+class TestPressureThresholds(base.TestCase):
+    """Where the audits on the Prometheus path gate on the pressure."""
+
+    def test_a_host_read_as_pressed_gates_at_the_low_watermark(self):
+        # A fresh cloud's compute1 in the class step: above its capacity.
+        acts, refused = flow_watcher.pressure_thresholds(1.09)
+        self.assertEqual(flow_watcher.HELD_PRESSURE, acts)
+        self.assertEqual(1.635, refused)
+
+    def test_a_host_that_reads_lower_gates_on_either_side_of_it(self):
+        # The upgraded cloud's compute1: a capacity learned in a busier
+        # phase makes the same servers read 0.47.
+        acts, refused = flow_watcher.pressure_thresholds(0.472)
+        self.assertLess(acts, 0.472)
+        self.assertLess(0.472, refused)
+        self.assertEqual((0.378, 0.708), (acts, refused))
+
+    def test_too_little_or_no_pressure_gates_nothing(self):
+        self.assertIsNone(flow_watcher.pressure_thresholds(None))
+        self.assertIsNone(flow_watcher.pressure_thresholds(
+            flow_watcher.MIN_PRESSURE / 2))
+        self.assertIsNotNone(flow_watcher.pressure_thresholds(
+            flow_watcher.MIN_PRESSURE))
+
+
+class Daemons(object):
+
+    def __init__(self, path):
+        self.path = path
+
+    def log_file(self, name):
+        return self.path
+
+
+class TestDecisionLog(base.TestCase):
+
+    def test_only_the_strategys_lines_from_where_the_audit_began(self):
+        path = self.useFixture(fixtures.TempDir()).path + '/de.log'
+        with open(path, 'w') as f:
+            f.write('1 INFO watcher_plugin.strategy compute1: memory '
+                    'bandwidth pressure 0.47 is under the threshold 0.60\n')
+        watcher = Watcher([])
+        watcher.cloud = type('Cloud', (), {'daemons': Daemons(path)})()
+        start = flow_watcher._log_size(watcher)
+        with open(path, 'a') as f:
+            f.write('2 INFO watcher.decision_engine audit started\n'
+                    '3 INFO watcher_plugin.strategy compute1: relieved\n')
+        self.assertEqual(['3 INFO watcher_plugin.strategy compute1: '
+                          'relieved'],
+                         flow_watcher._decision_log(watcher, start))
+        self.assertEqual(2, len(flow_watcher._decision_log(watcher)))
+        self.assertEqual(['  decision engine: 3 INFO watcher_plugin.strategy '
+                          'compute1: relieved'], watcher.said[:1])
