@@ -141,6 +141,17 @@ def traced(text, log_dir, limit=TRACED_LINES):
     return '\n'.join(out) + '\n'
 
 
+def undeleted(servers):
+    """The names of ``server list``'s rows that are not being deleted.
+
+    openstacksdk's wait of a ``server delete --wait`` ends once the server
+    reads DELETED, which Nova shows, and lists, until the compute host has
+    removed its row: deleted again by name, it can be gone by then, and
+    the command fails.
+    """
+    return [s['Name'] for s in servers if s['Status'] != 'DELETED']
+
+
 class Flow(object):
 
     def __init__(self, cloud, out=print):
@@ -935,7 +946,9 @@ class Flow(object):
     def delete_all(self):
         servers = self.os('server', 'list', parse=True, show=False)
         uuids = {s['ID'] for s in servers}
-        self.os('server', 'delete', '--wait', *[s['Name'] for s in servers])
+        names = undeleted(servers)
+        if names:
+            self.os('server', 'delete', '--wait', *names)
         # Ceilometer drops a meter's series at each poll and exports what
         # it polls; the agent exports what its state file holds.
         # Ceilometer 24 (2025.1) drops them only when the pollster has

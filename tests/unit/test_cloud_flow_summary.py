@@ -177,3 +177,17 @@ class TestTraced(base.TestCase):
         err = self.assertRaises(flow_mod.FlowError, flow.sh, 'sh', '-c',
                                 'echo "(Request-ID: %s)"; exit 1' % self.ID)
         self.assertIn('nova-api.log: INFO %s GET' % self.ID, str(err))
+
+
+class TestUndeleted(base.TestCase):
+
+    def test_a_server_that_reads_deleted_is_not_deleted_again(self):
+        # As ``server list`` showed them 0.5 s after ``server delete
+        # --wait low-1 low-2`` had returned.
+        servers = [{'Name': 'low-2', 'Status': 'DELETED'},
+                   {'Name': 'low-1', 'Status': 'DELETED'},
+                   {'Name': 'protected', 'Status': 'ACTIVE'},
+                   {'Name': 'noisy-1', 'Status': 'ERROR'}]
+        self.assertEqual(['protected', 'noisy-1'],
+                         flow_mod.undeleted(servers))
+        self.assertEqual([], flow_mod.undeleted(servers[:2]))
