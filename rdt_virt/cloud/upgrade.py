@@ -146,6 +146,7 @@ class Upgrade(object):
         #  {source: largest gap}, first tick's writes)
         self.rows = []
         self.floor = None
+        self.marks = []
         self.started = None
         self.initial = {}
         self.instance = {}
@@ -306,6 +307,7 @@ class Upgrade(object):
         touched = []
         before = self.record()
         start = time.time()
+        self.marks = []
         threads = records.Sampler(self.threads_now, THREADS_EVERY)
         work = records.Sampler(self.work, WORK_EVERY)
         others = records.Sampler(self.services.lower_guests, GUESTS_EVERY)
@@ -353,10 +355,12 @@ class Upgrade(object):
                 ('stack', 'install'),), RDT_VIRT_EMULATE='True')
         if step.kind == plan.COMPUTE:
             services.retool(step.host)
+        self.mark('stop')
         for group in plan.stop_order(step):
             self.new.daemons.stop_all(group)
         for cmd in step.before:
             services.command(cmd)
+        self.mark('start')
         for name in step.start:
             services.start(name)
             if agent is not None and name.endswith('-rdt-virt-agent'):
@@ -365,6 +369,7 @@ class Upgrade(object):
             services.command(cmd)
         if step.kind == plan.COMPUTE:
             self.wait_compute(step.host, version)
+        self.mark('up')
 
     def wait_compute(self, host, old_version):
         """Until the new nova-compute has recorded itself, and is up."""
@@ -389,6 +394,7 @@ class Upgrade(object):
         f = self.flow
         log = self.cloud.daemons.log_file('nova-scheduler')
         refused = _count(log, 'reports no RDT')
+        self.mark('mixed boots')
         f.os('server', 'create', '--flavor', 'rdt.protected', '--image',
              'rdt-idle', '--nic', 'none', '--wait', MIXED)
         server = f._state(MIXED, ('ACTIVE',))
@@ -401,6 +407,7 @@ class Upgrade(object):
                         "%s's RDT stat, written by the old release" % host)
         self.expect(_count(log, 'reports no RDT') == refused,
                     'nova-scheduler filtered no host as reporting no RDT')
+        self.mark('cache resizes')
         f.os('server', 'resize', '--flavor', 'rdt.protected4m', '--wait',
              CACHE)
         f.wait('cache VERIFY_RESIZE', lambda: f._state(
@@ -414,6 +421,7 @@ class Upgrade(object):
         dest = [h for h in self.hosts() if h != source][0]
         # Not --wait, which waits without end for a migration that never
         # starts; f.wait has a bound.
+        self.mark('mixed migrates')
         f.os('server', 'migrate', '--live-migration', '--host', dest,
              MIXED, check=False)
         server = f.wait('the live migration to end',
@@ -448,14 +456,20 @@ class Upgrade(object):
                     s['Name'], host, other, ', '.join(
                         sorted(set(required) - set(traits)))))
                 continue
+            self.mark('%s migrates' % s['Name'])
             f.os('server', 'migrate', '--live-migration', '--host', other,
                  s['Name'], check=False)
             server = f.wait('%s to move' % s['Name'],
                             lambda n=s['Name']: f._settled(n), timeout=300)
+            self.mark('moved')
             self.expect(server['OS-EXT-SRV-ATTR:host'] == other,
                         '%s is live-migrated to %s' % (s['Name'], other))
             moved.append(s['Name'])
         return moved
+
+    def mark(self, what):
+        """Note what the step does now, for :func:`checks.timeline`."""
+        self.marks.append((time.time(), what))
 
     # Checks --------------------------------------------------------------
 
@@ -499,8 +513,12 @@ class Upgrade(object):
         measured = self.prometheus_gaps(start, end, failed, {
             after.ids.get(n) for n in touched})
         rate = checks.window_rate(taken['work'], start, end)
-        windows = checks.window_rates(taken['work'], start, end, WINDOW)
-        lowest = min(windows) if windows else rate
+        found = checks.windows(taken['work'], start, end, WINDOW)
+        lowest = min(r for _, r in found) if found else rate
+        # Where a window fell, beside what the step was doing then.
+        self.out("  high's %d-s windows and the step's actions, in s from "
+                 "its start: %s" % (WINDOW, checks.timeline(
+                     found, self.marks, start, _mib)))
         failed += checks.rate_drop(lowest, self.floor)
         for message in failed:
             self.expect(False, message)

@@ -208,11 +208,12 @@ def window_rate(samples, start, end):
     return (u1 - u0) / (t1 - t0) if u1 >= u0 else None
 
 
-def window_rates(samples, start, end, width):
-    """The mean rate in each ``width``-second window from ``start`` on.
+def windows(samples, start, end, width):
+    """[(window's start, its mean rate)] of ``width``-second windows.
 
-    Windows without two readings are left out; the last window ends at
-    ``end`` and is kept if it spans half a width or more.
+    From ``start`` on. Windows without two readings are left out; the
+    last window ends at ``end`` and is kept if it spans half a width or
+    more.
     """
     found = []
     t = start
@@ -221,9 +222,26 @@ def window_rates(samples, start, end, width):
         if stop - t >= width / 2.0:
             rate = window_rate(samples, t, stop)
             if rate is not None:
-                found.append(rate)
+                found.append((t, rate))
         t += width
     return found
+
+
+def window_rates(samples, start, end, width):
+    """The mean rate in each of :func:`windows`."""
+    return [rate for _, rate in windows(samples, start, end, width)]
+
+
+def timeline(found, marks, start, unit):
+    """A step's windows and what the step did, in seconds from ``start``.
+
+    :param found: :func:`windows`.
+    :param marks: [(time, what the step did then)].
+    :param unit: a rate's value in the unit shown.
+    """
+    rates = ', '.join('%d: %.2f' % (t - start, unit(r)) for t, r in found)
+    done = ', '.join('%d: %s' % (t - start, what) for t, what in marks)
+    return rates + ('; ' + done if done else '')
 
 
 def rate_floor(rates):

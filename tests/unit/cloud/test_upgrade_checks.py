@@ -209,6 +209,21 @@ class TestRates(base.TestCase):
                          checks.window_rates(samples, 0.0, 24.0, 10.0))
         self.assertEqual([], checks.window_rates([], 0.0, 30.0, 10.0))
 
+    def test_a_timeline_puts_each_window_beside_the_steps_actions(self):
+        # 2 units/s, then 1 from t=110: the window from 110 fell.
+        samples = [(float(t), 2 * t if t <= 110 else 220 + (t - 110))
+                   for t in range(100, 141, 5)]
+        found = checks.windows(samples, 100.0, 140.0, 10.0)
+        self.assertEqual([(100.0, 2.0), (110.0, 1.0), (120.0, 1.0),
+                          (130.0, 1.0)], found)
+        self.assertEqual(
+            '0: 20.00, 10: 10.00, 20: 10.00, 30: 10.00; 9: low-1 migrates, '
+            '31: moved',
+            checks.timeline(found, [(109.5, 'low-1 migrates'),
+                                    (131.0, 'moved')], 100.0,
+                            lambda r: 10 * r))
+        self.assertEqual('', checks.timeline([], [], 0.0, float))
+
     def test_rate_floor_is_the_lowest_less_the_spread(self):
         self.assertEqual(5.0, checks.rate_floor([6.0, 6.5, 7.0]))
         self.assertEqual(6.0, checks.rate_floor([6.0]))
