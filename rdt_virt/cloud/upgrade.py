@@ -79,7 +79,7 @@ CLEARED_FLAVORS = tuple(n for n, _ in flow_mod.FLAVORS) + tuple(
 CLEARED_IMAGES = ('rdt-burn', 'rdt-work', 'rdt-idle')
 
 Record = collections.namedtuple(
-    'Record', 'states ids allocations schemata threads')
+    'Record', 'states ids allocations schemata threads usages')
 
 
 UpgradeError = upgrade_services.UpgradeError
@@ -289,7 +289,7 @@ class Upgrade(object):
             {s['Name']: s['ID'] for s in servers}, allocations,
             {h: records.schemata(self.root(h)) for h in self.hosts()},
             {h: records.threads(self.root(h), static_group)
-             for h in self.hosts()})
+             for h in self.hosts()}, f._usages())
 
     def instance_name(self, name):
         if name not in self.instance:
@@ -426,6 +426,7 @@ class Upgrade(object):
              MIXED, check=False)
         server = f.wait('the live migration to end',
                         lambda: f._settled(MIXED), timeout=300)
+        self.completed(MIXED)
         self.expect(server['OS-EXT-SRV-ATTR:host'] == dest,
                     'mixed is live-migrated from %s to %s' % (source, dest))
         try:
@@ -461,11 +462,34 @@ class Upgrade(object):
                  s['Name'], check=False)
             server = f.wait('%s to move' % s['Name'],
                             lambda n=s['Name']: f._settled(n), timeout=300)
+            self.completed(s['Name'])
             self.mark('moved')
             self.expect(server['OS-EXT-SRV-ATTR:host'] == other,
                         '%s is live-migrated to %s' % (s['Name'], other))
             moved.append(s['Name'])
         return moved
+
+    def completed(self, name):
+        """Until ``name``'s last migration is done on its source host too.
+
+        The server shows its new host before the source's nova-compute has
+        finished the migration: marked it ``completed`` and given back the
+        allocation the migration held there. Stopped in between, as an
+        upgrade stops it, it leaves that allocation behind, and nothing in
+        Nova removes it.
+        """
+        f = self.flow
+
+        def done():
+            rows = f._migrations(name, show=False)
+            last = max(rows, key=lambda r: r.get('Id') or 0) if rows \
+                else {}
+            if last.get('Status') != 'completed':
+                return None
+            return not f.os('resource', 'provider', 'allocation', 'show',
+                            last['UUID'], parse=True, show=False)
+        f.wait("%s's migration to complete on its source" % name, done,
+               timeout=120, interval=1)
 
     def mark(self, what):
         """Note what the step does now, for :func:`checks.timeline`."""
@@ -501,6 +525,7 @@ class Upgrade(object):
                                           untouched)
         failed += checks.changed_allocations(before.allocations,
                                              after.allocations, touched)
+        failed += checks.unowned_usage(after.usages, after.allocations)
         writes = None
         if step.kind == plan.COMPUTE:
             writes, exact = checks.first_tick_writes(

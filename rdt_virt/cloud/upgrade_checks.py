@@ -17,6 +17,8 @@ step with what it read during or after it, and returns the differences
 as sentences: an empty list passes.
 """
 
+import collections
+
 
 def changed_states(before, after, moved=()):
     """Servers whose state or host changed.
@@ -124,6 +126,29 @@ def changed_allocations(before, after, moved=()):
                 found.append('%s: %s became %s' % (name, old, new))
         elif new != old:
             found.append('%s: %s became %s' % (name, old, new))
+    return found
+
+
+def unowned_usage(usages, allocations):
+    """Providers whose usage no server's allocation accounts for.
+
+    A migration's allocation left behind on its source, for one.
+
+    :param usages: {provider name: {resource class: usage}}.
+    :param allocations: {server name: {provider name: {resource class:
+        amount}}}.
+    """
+    owned = collections.defaultdict(collections.Counter)
+    for held in allocations.values():
+        for provider, resources in held.items():
+            owned[provider].update(resources)
+    found = []
+    for provider, used in sorted(usages.items()):
+        extra = {rc: n - owned[provider][rc] for rc, n in sorted(
+            used.items()) if n != owned[provider][rc]}
+        if extra:
+            found.append('%s: usage %s that no server holds' % (
+                provider, ', '.join('%s %+d' % kv for kv in extra.items())))
     return found
 
 

@@ -209,6 +209,20 @@ class TestRates(base.TestCase):
                          checks.window_rates(samples, 0.0, 24.0, 10.0))
         self.assertEqual([], checks.window_rates([], 0.0, 30.0, 10.0))
 
+    def test_usage_no_server_holds(self):
+        allocations = {
+            'high': {'compute1': {'VCPU': 1, 'CUSTOM_RDT_CLOSID': 1}},
+            'low-1': {'compute2': {'VCPU': 1, 'MEMORY_MB': 64}}}
+        usages = {'compute1': {'VCPU': 1, 'CUSTOM_RDT_CLOSID': 1,
+                               'MEMORY_MB': 0},
+                  'compute2': {'VCPU': 1, 'MEMORY_MB': 64}}
+        self.assertEqual([], checks.unowned_usage(usages, allocations))
+        # low-1's live migration left its source allocation on compute1.
+        usages['compute1'].update(VCPU=2, MEMORY_MB=64)
+        self.assertEqual(['compute1: usage MEMORY_MB +64, VCPU +1 that no '
+                          'server holds'],
+                         checks.unowned_usage(usages, allocations))
+
     def test_a_timeline_puts_each_window_beside_the_steps_actions(self):
         # 2 units/s, then 1 from t=110: the window from 110 fell.
         samples = [(float(t), 2 * t if t <= 110 else 220 + (t - 110))
