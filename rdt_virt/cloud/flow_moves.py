@@ -177,7 +177,9 @@ def cold_migration_and_resize(flow):
     flow.os('server', 'delete', '--wait', SERVER)
     flow.wait('no group left', lambda: not any(groups(flow, h)
                                                for h in HOSTS), timeout=60)
-    usages = flow._usages()
-    flow.expect(all(u.get('CUSTOM_RDT_CLOSID', 0) == 0
-                    for u in usages.values()),
-                'no CLOSID used in Placement after the delete')
+    # The wait of ``server delete --wait`` ends once the server reads
+    # DELETED, before its compute host gives its allocation back.
+    flow.wait('the CLOSID to leave Placement', lambda: all(
+        u.get('CUSTOM_RDT_CLOSID', 0) == 0
+        for u in flow._usages().values()), timeout=30, interval=1)
+    flow.expect(True, 'no CLOSID used in Placement after the delete')
